@@ -1,0 +1,1 @@
+//! cni-spec (work in progress)

@@ -1,0 +1,1 @@
+//! datapath (work in progress)

@@ -1,0 +1,1 @@
+//! embedded-apiserver (work in progress)

@@ -1,0 +1,1 @@
+//! Runnable example binaries; see `src/bin/`.

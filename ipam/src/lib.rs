@@ -1,0 +1,1 @@
+//! ipam (work in progress)

@@ -1,0 +1,1 @@
+//! ovn-harness (work in progress)

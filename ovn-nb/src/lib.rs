@@ -1,0 +1,1 @@
+//! ovn-nb (work in progress)

@@ -1,0 +1,1 @@
+//! ovn-sb (work in progress)

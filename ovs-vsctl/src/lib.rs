@@ -1,0 +1,1 @@
+//! ovs-vsctl (work in progress)

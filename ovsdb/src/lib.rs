@@ -1,0 +1,1 @@
+//! ovsdb (work in progress)
