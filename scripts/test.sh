@@ -37,5 +37,5 @@ done
 
 export CI=${CI:-true}
 cargo fmt --all -- --check
-cargo test --workspace --all-targets "$@"
-cargo test --workspace --doc
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace "$@"

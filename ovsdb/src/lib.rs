@@ -1,1 +1,23 @@
-//! ovsdb (work in progress)
+//! OVSDB, the Open vSwitch Database Management Protocol (RFC 7047), as ovsdb-server 3.x
+//! really speaks it.
+//!
+//! Layers, bottom up (each module documents the part of the wire it models):
+//! - [`value`]: atoms, sets, maps and uuids in their JSON notation.
+//! - [`schema`]: `.ovsschema` documents and validation of values against column types.
+//! - [`operation`]: transaction operations, conditions, mutations and their results.
+//! - [`update`]: monitor replies and `update`/`update2`/`update3` notifications.
+//! - [`cache`]: a replica of monitored tables with indexes and change subscriptions.
+//! - [`codec`] and [`rpc`]: JSON-RPC 1.0 framing over a byte stream, and its messages.
+//! - `client` (feature `client`): the tokio client, with clustered-server handling.
+//! - `codegen`: generates typed table models from a schema.
+
+pub mod value;
+pub mod schema;
+pub mod operation;
+pub mod update;
+pub mod cache;
+pub mod codec;
+pub mod rpc;
+#[cfg(feature = "client")]
+pub mod client;
+pub mod codegen;

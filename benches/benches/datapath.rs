@@ -1,0 +1,2 @@
+// placeholder: the owner of this benchmark replaces this file
+fn main() {}
