@@ -1,0 +1,1 @@
+//! A replica of monitored tables (being written).
