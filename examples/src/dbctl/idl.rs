@@ -1,0 +1,380 @@
+//! An in-memory replica of the tables one run of a tool touches, plus the transaction that
+//! run builds — a small cousin of OVS's IDL.
+//!
+//! Tables are fetched on first use with a one-shot `monitor` (initial rows only), rows are
+//! kept in the order the C IDL would iterate them (see [`super::order`]), and every change
+//! a command makes is applied to the replica at once, so chained commands (`ls-add a --
+//! lsp-add a p`) see each other's effects. [`Db::commit`] turns the changes into one
+//! `transact`: new rows are `insert`ed under a `uuid-name`, changed columns `update`d by
+//! `_uuid`, removed rows `delete`d by `_uuid`.
+
+use super::datum::{new_uuid, Atom, Datum};
+use super::jsonrpc::Connection;
+use super::order::idl_order;
+use super::schema::{AtomicType, ColumnType, Schema};
+use anyhow::{anyhow, bail, Result};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+/// A JSON object decoded with its members in text order.
+#[derive(Debug)]
+struct Ordered<T>(Vec<(String, T)>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Ordered<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some((k, v)) = map.next_entry()? {
+                    out.push((k, v));
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A `<row-update>` of a monitor reply.
+#[derive(Debug, serde::Deserialize)]
+struct RowUpdate {
+    #[serde(alias = "new")]
+    initial: Option<Map<String, Value>>,
+}
+
+/// One row: its UUID and every column's value.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub uuid: String,
+    pub cols: HashMap<String, Datum>,
+}
+
+static EMPTY: Datum = Datum {
+    keys: Vec::new(),
+    values: None,
+};
+
+impl Row {
+    /// The value of `col` (empty if the column is unknown).
+    pub fn get(&self, col: &str) -> &Datum {
+        self.cols.get(col).unwrap_or(&EMPTY)
+    }
+
+    /// A string column's value ("" when empty).
+    pub fn str(&self, col: &str) -> &str {
+        self.get(col).first_str().unwrap_or("")
+    }
+
+    /// A string-to-string map column's entry.
+    pub fn map_get(&self, col: &str, key: &str) -> Option<&str> {
+        self.get(col).get_str(key)
+    }
+
+    /// The UUIDs of a reference column.
+    pub fn refs(&self, col: &str) -> Vec<String> {
+        self.get(col)
+            .keys
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+#[derive(Debug, Default)]
+struct TableData {
+    /// Row UUIDs in iteration order; rows inserted by this run go last.
+    order: Vec<String>,
+    rows: HashMap<String, Row>,
+}
+
+/// The replica plus pending changes.
+#[derive(Debug)]
+pub struct Db {
+    pub schema: Schema,
+    conn: Connection,
+    tables: HashMap<String, TableData>,
+    inserted: Vec<(String, String)>,
+    modified: BTreeSet<(String, String, String)>,
+    deleted: Vec<(String, String)>,
+    monitor_id: u64,
+}
+
+/// The default value of a column (RFC 7047 §5.1: empty unless `min` is 1).
+fn default_datum(ty: &ColumnType) -> Datum {
+    if ty.min == 0 {
+        return Datum::empty(ty);
+    }
+    let atom = |t: AtomicType| match t {
+        AtomicType::Integer => Atom::Integer(0),
+        AtomicType::Real => Atom::Real(0.0),
+        AtomicType::Boolean => Atom::Boolean(false),
+        AtomicType::String => Atom::String(String::new()),
+        AtomicType::Uuid => Atom::Uuid("00000000-0000-0000-0000-000000000000".into()),
+    };
+    match &ty.value {
+        Some(v) => Datum::map(vec![(atom(ty.key.atomic), atom(v.atomic))]),
+        None => Datum::single(atom(ty.key.atomic)),
+    }
+}
+
+impl Db {
+    /// Connects to `remote` and fetches the schema of `db_name`.
+    pub fn open(remote: &str, db_name: &str) -> Result<Db> {
+        let mut conn = Connection::open(remote)?;
+        let schema = Schema::parse(&conn.get_schema(db_name)?)?;
+        Ok(Db {
+            schema,
+            conn,
+            tables: HashMap::new(),
+            inserted: Vec::new(),
+            modified: BTreeSet::new(),
+            deleted: Vec::new(),
+            monitor_id: 0,
+        })
+    }
+
+    /// Fetches `tables` that are not in the replica yet, in one round trip.
+    pub fn load(&mut self, tables: &[&str]) -> Result<()> {
+        let missing: Vec<&str> = tables
+            .iter()
+            .copied()
+            .filter(|t| !self.tables.contains_key(*t))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut requests = Map::new();
+        for t in &missing {
+            let table = self.schema.table(t)?;
+            let columns: Vec<&String> = table.columns.keys().collect();
+            let select =
+                json!({"initial": true, "insert": false, "delete": false, "modify": false});
+            requests.insert(
+                (*t).to_owned(),
+                json!([{"columns": columns, "select": select}]),
+            );
+        }
+        // `monitor_cond` (update2 notation), as the C IDL uses: its initial rows come in
+        // UUID order, which the row-order replay starts from.
+        self.monitor_id += 1;
+        let params = json!([self.schema.name, self.monitor_id, requests]);
+        let raw = self.conn.call("monitor_cond", params)?;
+        let updates: Ordered<Ordered<RowUpdate>> = serde_json::from_str(raw.get())?;
+        for t in &missing {
+            self.tables.insert((*t).to_owned(), TableData::default());
+        }
+        for (tname, rows) in updates.0 {
+            self.absorb(&tname, rows.0)?;
+        }
+        Ok(())
+    }
+
+    fn absorb(&mut self, tname: &str, rows: Vec<(String, RowUpdate)>) -> Result<()> {
+        let table = self.schema.table(tname)?.clone();
+        let uuids: Vec<&str> = rows.iter().map(|(u, _)| u.as_str()).collect();
+        let order = idl_order(&uuids);
+        let mut data = TableData::default();
+        let mut decoded: Vec<Option<Row>> = Vec::with_capacity(rows.len());
+        for (uuid, update) in rows {
+            let new = update.initial.unwrap_or_default();
+            let mut cols = HashMap::with_capacity(table.columns.len());
+            for (cname, col) in &table.columns {
+                let datum = match new.get(cname) {
+                    Some(j) => Datum::from_json(&col.ty, j)
+                        .map_err(|e| anyhow!("{tname}.{cname} of {uuid}: {e}"))?,
+                    None => default_datum(&col.ty),
+                };
+                cols.insert(cname.clone(), datum);
+            }
+            decoded.push(Some(Row { uuid, cols }));
+        }
+        for i in order {
+            if let Some(row) = decoded[i].take() {
+                data.order.push(row.uuid.clone());
+                data.rows.insert(row.uuid.clone(), row);
+            }
+        }
+        self.tables.insert(tname.to_owned(), data);
+        Ok(())
+    }
+
+    /// Rows of `table` in the C tools' iteration order.
+    pub fn rows(&mut self, table: &str) -> Result<Vec<&Row>> {
+        self.load(&[table])?;
+        let data = &self.tables[table];
+        Ok(data.order.iter().filter_map(|u| data.rows.get(u)).collect())
+    }
+
+    /// The row of `table` with `uuid`, if present.
+    pub fn get(&mut self, table: &str, uuid: &str) -> Result<Option<&Row>> {
+        self.load(&[table])?;
+        Ok(self.tables[table].rows.get(uuid))
+    }
+
+    /// Like [`Db::get`] for a row known to exist.
+    pub fn row(&mut self, table: &str, uuid: &str) -> Result<&Row> {
+        self.get(table, uuid)?
+            .ok_or_else(|| anyhow!("{table} row {uuid} vanished"))
+    }
+
+    /// Inserts a row with default values; returns its provisional UUID.
+    pub fn insert(&mut self, table: &str) -> Result<String> {
+        self.insert_with_uuid(table, new_uuid())
+    }
+
+    /// Inserts a row under a given provisional UUID (e.g. one an `@name` symbol stands for).
+    pub fn insert_with_uuid(&mut self, table: &str, uuid: String) -> Result<String> {
+        self.load(&[table])?;
+        let t = self.schema.table(table)?;
+        let cols = t
+            .columns
+            .iter()
+            .map(|(n, c)| (n.clone(), default_datum(&c.ty)))
+            .collect();
+        let data = self.tables.get_mut(table).expect("loaded above");
+        data.order.push(uuid.clone());
+        data.rows.insert(
+            uuid.clone(),
+            Row {
+                uuid: uuid.clone(),
+                cols,
+            },
+        );
+        self.inserted.push((table.to_owned(), uuid.clone()));
+        Ok(uuid)
+    }
+
+    /// Writes `datum` into `col` of a row.
+    pub fn set(&mut self, table: &str, uuid: &str, col: &str, datum: Datum) -> Result<()> {
+        self.schema.table(table)?.column(col)?;
+        let row = self
+            .tables
+            .get_mut(table)
+            .and_then(|t| t.rows.get_mut(uuid))
+            .ok_or_else(|| anyhow!("{table} row {uuid} not found"))?;
+        row.cols.insert(col.to_owned(), datum);
+        self.modified
+            .insert((table.to_owned(), uuid.to_owned(), col.to_owned()));
+        Ok(())
+    }
+
+    /// Adds `atom` to a set column.
+    pub fn set_add(&mut self, table: &str, uuid: &str, col: &str, atom: Atom) -> Result<()> {
+        let mut d = self.row(table, uuid)?.get(col).clone();
+        d.keys.push(atom);
+        self.set(table, uuid, col, Datum::set(d.keys))
+    }
+
+    /// Removes `atom` from a set column.
+    pub fn set_remove(&mut self, table: &str, uuid: &str, col: &str, atom: &Atom) -> Result<()> {
+        let d = self.row(table, uuid)?.get(col).clone();
+        let keys = d.keys.into_iter().filter(|k| k != atom).collect();
+        self.set(table, uuid, col, Datum::set(keys))
+    }
+
+    /// Deletes a row.
+    pub fn delete(&mut self, table: &str, uuid: &str) -> Result<()> {
+        let data = self
+            .tables
+            .get_mut(table)
+            .ok_or_else(|| anyhow!("{table} not loaded"))?;
+        if data.rows.remove(uuid).is_none() {
+            bail!("{table} row {uuid} not found");
+        }
+        data.order.retain(|u| u != uuid);
+        self.deleted.push((table.to_owned(), uuid.to_owned()));
+        Ok(())
+    }
+
+    fn is_inserted(&self, table: &str, uuid: &str) -> bool {
+        self.inserted.iter().any(|(t, u)| t == table && u == uuid)
+    }
+
+    /// Sends all pending changes as one transaction. Returns the map from provisional to
+    /// real UUIDs of inserted rows. A run that changed nothing sends nothing.
+    pub fn commit(&mut self) -> Result<HashMap<String, String>> {
+        let named: HashMap<String, String> = self
+            .inserted
+            .iter()
+            .filter(|(t, u)| self.tables[t].rows.contains_key(u))
+            .map(|(_, u)| (u.clone(), format!("row{}", u.replace('-', "_"))))
+            .collect();
+        let mut ops = Vec::new();
+        let mut insert_order = Vec::new();
+        for (t, u) in &self.inserted {
+            let Some(row) = self.tables[t].rows.get(u) else {
+                continue;
+            };
+            let mut cols = Map::new();
+            for (c, d) in &row.cols {
+                if !d.is_empty() || self.modified.contains(&(t.clone(), u.clone(), c.clone())) {
+                    cols.insert(c.clone(), d.to_json(&named));
+                }
+            }
+            ops.push(json!({"op": "insert", "table": t, "uuid-name": named[u], "row": cols}));
+            insert_order.push((ops.len() - 1, u.clone()));
+        }
+        let mut updates: HashMap<(&String, &String), Map<String, Value>> = HashMap::new();
+        for (t, u, c) in &self.modified {
+            if self.is_inserted(t, u) {
+                continue;
+            }
+            if let Some(row) = self.tables[t].rows.get(u) {
+                updates
+                    .entry((t, u))
+                    .or_default()
+                    .insert(c.clone(), row.get(c).to_json(&named));
+            }
+        }
+        let mut updates: Vec<_> = updates.into_iter().collect();
+        updates.sort_by(|a, b| a.0.cmp(&b.0));
+        for ((t, u), cols) in updates {
+            let cond = json!([["_uuid", "==", ["uuid", u]]]);
+            ops.push(json!({"op": "update", "table": t, "where": cond, "row": cols}));
+        }
+        for (t, u) in &self.deleted {
+            if !self.is_inserted(t, u) {
+                let cond = json!([["_uuid", "==", ["uuid", u]]]);
+                ops.push(json!({"op": "delete", "table": t, "where": cond}));
+            }
+        }
+        if ops.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let results = self.conn.transact(&self.schema.name, ops)?;
+        if let Some(err) = results
+            .iter()
+            .find(|r| r.get("error").is_some_and(|e| !e.is_null()))
+        {
+            bail!("transaction error: {}", transaction_error_text(err));
+        }
+        let mut real = HashMap::new();
+        for (i, provisional) in insert_order {
+            if let Some(u) = results.get(i).and_then(|r| r["uuid"][1].as_str()) {
+                real.insert(provisional, u.to_owned());
+            }
+        }
+        self.inserted.clear();
+        self.modified.clear();
+        self.deleted.clear();
+        Ok(real)
+    }
+}
+
+/// The C tools print a failed operation as its JSON object with sorted members.
+fn transaction_error_text(err: &Value) -> String {
+    let mut members: Vec<(&String, &Value)> = err.as_object().into_iter().flatten().collect();
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    let body: Vec<String> = members
+        .iter()
+        .map(|(k, v)| format!("{}:{}", json!(k), v))
+        .collect();
+    format!("{{{}}}", body.join(","))
+}
