@@ -13,15 +13,19 @@
 //!   `ovsdb-tool join-cluster` for the others, each on its own 127.0.0.1 port chosen
 //!   free at start;
 //! - `ovn-northd --ovnnb-db=... --ovnsb-db=...`, ready once `ovn-nbctl --wait=sb sync`
-//!   returns.
+//!   returns;
+//! - a chassis: a local Open_vSwitch database, `ovs-vswitchd --disable-system` on the
+//!   userspace datapath inside a network namespace, and `ovn-controller`.
 //!
 //! Tests that need these tools call [`require`] first: outside CI a missing tool makes
 //! the test return early with a message; with `CI=true` it panics, so CI never passes
 //! by skipping.
 
+mod chassis;
 mod process;
 mod server;
 
+pub use chassis::{Chassis, ChassisConfig};
 pub use process::{Daemon, HarnessError};
 pub use server::{Db, Northd, OvnCentral, OvsdbServer, RaftCluster};
 

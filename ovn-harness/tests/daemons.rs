@@ -86,3 +86,69 @@ fn central_compiles_a_switch_into_the_southbound() {
     .unwrap();
     assert!(dp.contains("name=sw0"), "{dp}");
 }
+
+#[test]
+fn chassis_binds_a_port_plugged_into_br_int() {
+    if !ovn_harness::require_root(&["ovs-vswitchd", "ovn-controller", "ip", "ovn-nbctl"]) {
+        return;
+    }
+    let central = OvnCentral::start().expect("central");
+    let nb = format!("--db={}", central.nb_remote());
+    run(
+        "ovn-nbctl",
+        &[
+            &nb,
+            "ls-add",
+            "sw0",
+            "--",
+            "lsp-add",
+            "sw0",
+            "p1",
+            "--",
+            "lsp-set-addresses",
+            "p1",
+            "50:54:00:00:00:01 10.0.0.11",
+        ],
+    )
+    .unwrap();
+    let ns = format!("hch{}", std::process::id());
+    let chassis = ovn_harness::Chassis::start(ovn_harness::ChassisConfig::new(
+        &ns,
+        &central.sb_remote(),
+        "127.0.0.1",
+    ))
+    .expect("chassis");
+    // a veth whose host end lives in the chassis namespace, plugged as p1
+    let host = format!("h{}", std::process::id());
+    run(
+        "ip",
+        &[
+            "-n", &ns, "link", "add", &host, "type", "veth", "peer", "name", "p1c",
+        ],
+    )
+    .unwrap();
+    run("ip", &["-n", &ns, "link", "set", &host, "up"]).unwrap();
+    chassis
+        .vsctl(&[
+            "add-port",
+            "br-int",
+            &host,
+            "--",
+            "set",
+            "Interface",
+            &host,
+            "external_ids:iface-id=p1",
+        ])
+        .unwrap();
+    assert!(
+        chassis.wait_ovn_installed(&host, std::time::Duration::from_secs(30)),
+        "ovn-installed never set on {host}"
+    );
+    let up = run("ovn-nbctl", &[&nb, "--wait=sb", "lsp-get-up", "p1"]).unwrap();
+    assert_eq!(up.trim(), "up");
+    drop(chassis);
+    assert!(
+        !std::path::Path::new(&format!("/var/run/netns/{ns}")).exists(),
+        "namespace {ns} left behind"
+    );
+}
