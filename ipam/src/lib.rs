@@ -1,1 +1,69 @@
-//! ipam (work in progress)
+//! In-memory IP address management with Kube-OVN's semantics.
+//!
+//! An [`Ipam`] holds subnets (IPv4, IPv6 or dual stack, in the format of a
+//! Kube-OVN `Subnet`'s `cidrBlock`, `gateway` and `excludeIps`, see
+//! [`SubnetSpec`]), named IP pools inside them ([`PoolSpec`]), and
+//! allocations keyed by [`Owner`] (pod `namespace/name` plus NIC/provider).
+//!
+//! # Semantics
+//! * Automatic allocation hands out the lowest never-used address of the
+//!   pool; released addresses are reused only once those run out (delayed
+//!   reuse, as Kube-OVN does).
+//! * A requested (static) address is refused with a distinct error when it
+//!   is the gateway ([`AllocError::AddressIsGateway`]), held by another
+//!   owner ([`AllocError::AddressTaken`]), outside the usable range
+//!   ([`AllocError::AddressOutOfRange`]) or excluded
+//!   ([`AllocError::AddressExcluded`], unless the request allows it).
+//! * Every owner gets a random locally administered unicast MAC, unique in
+//!   the subnet, or the one it asks for.
+//! * Asking again returns what the owner holds. Dual stack takes both
+//!   families or neither. A failed call changes nothing.
+//! * Updating a subnet keeps live addresses still valid and reports the
+//!   rest ([`SubnetUpdate::invalidated`]); [`Ipam::rebuild`] reloads
+//!   allocations and reports conflicting entries instead of merging them.
+//! * [`Usage`] gives Kube-OVN's status figures (`v4availableIPs`,
+//!   `v4usingIPrange`, ...).
+//!
+//! # Cost
+//! Free and used space is kept as interval sets over `u128` (see
+//! `range_set.rs`), so memory grows with the number of allocations and
+//! fragments, never with the subnet size: a /8 costs what a /24 does.
+//! Allocation and release are `O(log n)`.
+//!
+//! # Example
+//! ```
+//! use ipam::{AllocationRequest, Ipam, Owner, SubnetSpec};
+//!
+//! let ipam = Ipam::new();
+//! let mut spec = SubnetSpec::new("10.16.0.0/16,fd00:10:16::/112");
+//! spec.exclude_ips = vec!["10.16.0.2..10.16.0.10".into()];
+//! ipam.add_or_update_subnet("ovn-default", &spec).unwrap();
+//!
+//! let owner = Owner::new("default/web-0", "ovn");
+//! let a = ipam.allocate("ovn-default", &owner, &AllocationRequest::next_free()).unwrap();
+//! assert_eq!(a.ip_address_annotation(), "10.16.0.11,fd00:10:16::2");
+//! // Asking again returns the same allocation.
+//! assert_eq!(ipam.allocate("ovn-default", &owner, &AllocationRequest::next_free()).unwrap(), a);
+//! ```
+
+mod addr;
+mod alloc;
+mod error;
+mod ipam;
+mod owner;
+mod range_set;
+mod report;
+mod spec;
+mod subnet;
+mod usage;
+
+pub use addr::{IpFamily, Mac};
+pub use error::{AllocError, SpecError};
+pub use ipam::Ipam;
+pub use owner::{Allocation, AllocationRequest, ExistingAllocation, MacRequest, Owner};
+pub use range_set::RangeSet;
+pub use report::{
+    InvalidReason, Invalidated, RebuildProblem, RebuildReport, Rejected, SubnetUpdate,
+};
+pub use spec::{PoolSpec, SubnetSpec};
+pub use usage::{FamilyUsage, PoolStatusUsage, SubnetStatusUsage, Usage};

@@ -1,0 +1,249 @@
+//! Allocation and release on one subnet: plan every change first (where all
+//! errors arise), then commit, so a failed request changes nothing and dual
+//! stack gets both families or neither.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use crate::addr::{addr_value, IpFamily, Mac};
+use crate::error::AllocError;
+use crate::owner::{Allocation, AllocationRequest, MacRequest, Owner};
+use crate::subnet::{Holder, Subnet};
+
+/// What to do with one family of an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    /// Nothing to change (no such family, or the owner keeps its address).
+    Keep,
+    /// Take this requested address.
+    Static(u128),
+    /// Take the pool's next address (peeked, equal to this).
+    Next(u128),
+}
+
+impl Subnet {
+    /// Allocates for `owner`, or returns what it already holds (filling in
+    /// any missing family, and moving to newly requested static addresses
+    /// or MAC).
+    pub(crate) fn allocate(
+        &mut self,
+        owner: &Owner,
+        req: &AllocationRequest,
+    ) -> Result<Allocation, AllocError> {
+        let pool = self
+            .pool_index(req.pool.as_deref())
+            .ok_or_else(|| AllocError::UnknownPool {
+                subnet: self.name.clone(),
+                pool: req.pool.clone().unwrap_or_default(),
+            })?;
+        let statics = self.by_family(&req.addresses)?;
+        let held = self.owners.get(owner).copied();
+        let mut picks = [Pick::Keep; 2];
+        for (i, pick) in picks.iter_mut().enumerate() {
+            let Some(fam) = &self.families[i] else {
+                continue;
+            };
+            let family = fam.cfg.family;
+            let held_addr = held.and_then(|h| h.address(family)).map(addr_value);
+            *pick = match (statics[i], held_addr) {
+                (Some(s), Some(h)) if s == h => Pick::Keep,
+                (Some(s), _) => {
+                    self.check_static(i, s, pool, req)?;
+                    Pick::Static(s)
+                }
+                (None, Some(_)) => Pick::Keep,
+                (None, None) => {
+                    Pick::Next(
+                        fam.pools[pool]
+                            .peek()
+                            .ok_or_else(|| AllocError::Exhausted {
+                                subnet: self.name.clone(),
+                                pool: self.pool_names[pool].clone(),
+                                family,
+                            })?,
+                    )
+                }
+            };
+        }
+        let mac = self.plan_mac(owner, held, req.mac)?;
+        Ok(self.commit(owner, held, picks, pool, mac, req.allow_excluded))
+    }
+
+    /// Checks a requested address; the error says exactly why it is refused.
+    fn check_static(
+        &self,
+        i: usize,
+        addr: u128,
+        pool: usize,
+        req: &AllocationRequest,
+    ) -> Result<(), AllocError> {
+        let Some(fam) = &self.families[i] else {
+            unreachable!("by_family only returns families the subnet has")
+        };
+        let subnet = || self.name.clone();
+        let address = fam.cfg.family.addr(addr);
+        if !fam.cfg.in_usable_range(addr) {
+            return Err(AllocError::AddressOutOfRange {
+                subnet: subnet(),
+                address,
+            });
+        }
+        if addr == fam.cfg.gateway {
+            return Err(AllocError::AddressIsGateway {
+                subnet: subnet(),
+                address,
+            });
+        }
+        if let Some(holder) = fam.using.get(&addr) {
+            return Err(AllocError::AddressTaken {
+                subnet: subnet(),
+                address,
+                owner: (*holder.owner).clone(),
+            });
+        }
+        if fam.cfg.excluded.contains(addr) && !req.allow_excluded {
+            return Err(AllocError::AddressExcluded {
+                subnet: subnet(),
+                address,
+            });
+        }
+        if req.pool.as_deref().is_some_and(|p| !p.is_empty())
+            && !fam.pools[pool].universe.contains(addr)
+        {
+            return Err(AllocError::AddressNotInPool {
+                subnet: subnet(),
+                pool: self.pool_names[pool].clone(),
+                address,
+            });
+        }
+        Ok(())
+    }
+
+    /// The MAC the owner ends up with.
+    fn plan_mac(
+        &mut self,
+        owner: &Owner,
+        held: Option<Allocation>,
+        req: MacRequest,
+    ) -> Result<Option<Mac>, AllocError> {
+        let held_mac = held.and_then(|h| h.mac);
+        match req {
+            MacRequest::Generate => Ok(Some(held_mac.unwrap_or_else(|| self.unique_mac()))),
+            MacRequest::None => Ok(held_mac),
+            MacRequest::Static(mac) => match self.macs.get(&mac) {
+                Some(other) if **other != *owner => Err(AllocError::MacTaken {
+                    subnet: self.name.clone(),
+                    mac,
+                    owner: (**other).clone(),
+                }),
+                _ => Ok(Some(mac)),
+            },
+        }
+    }
+
+    /// A random locally administered unicast MAC no owner here holds.
+    fn unique_mac(&mut self) -> Mac {
+        loop {
+            let mac = Mac::local_unicast(self.rng.next_u64());
+            if !self.macs.contains_key(&mac) {
+                return mac;
+            }
+        }
+    }
+
+    fn commit(
+        &mut self,
+        owner: &Owner,
+        held: Option<Allocation>,
+        picks: [Pick; 2],
+        pool: usize,
+        mac: Option<Mac>,
+        allow_excluded: bool,
+    ) -> Allocation {
+        let key = match self.owners.get_key_value(owner) {
+            Some((key, _)) => key.clone(),
+            None => Arc::new(owner.clone()),
+        };
+        let mut alloc = held.unwrap_or_default();
+        for (i, pick) in picks.into_iter().enumerate() {
+            let addr = match pick {
+                Pick::Keep => continue,
+                Pick::Static(addr) | Pick::Next(addr) => addr,
+            };
+            let family = IpFamily::ALL[i];
+            if let Some(old) = alloc.address(family) {
+                self.free_address(i, addr_value(old));
+            }
+            let Some(fam) = self.families[i].as_mut() else {
+                continue;
+            };
+            let excluded_ok = match pick {
+                Pick::Next(_) => {
+                    let taken = fam.pools[pool].take_next();
+                    debug_assert_eq!(taken, Some(addr), "peeked address must be taken");
+                    false
+                }
+                _ => {
+                    let _ = fam
+                        .pools
+                        .iter_mut()
+                        .any(|p| p.fresh.remove(addr) || p.released.remove(addr));
+                    allow_excluded && fam.cfg.excluded.contains(addr)
+                }
+            };
+            fam.using.insert(
+                addr,
+                Holder {
+                    owner: key.clone(),
+                    excluded_ok,
+                },
+            );
+            alloc.set(family, Some(addr));
+        }
+        if alloc.mac != mac {
+            if let Some(old) = alloc.mac {
+                self.macs.remove(&old);
+            }
+            if let Some(new) = mac {
+                self.macs.insert(new, key.clone());
+            }
+            alloc.mac = mac;
+        }
+        self.owners.insert(key, alloc);
+        alloc
+    }
+
+    /// Returns a live address to its pool's released set; excluded or
+    /// out-of-pool addresses (static ones) are simply forgotten.
+    fn free_address(&mut self, i: usize, addr: u128) {
+        let Some(fam) = self.families[i].as_mut() else {
+            return;
+        };
+        fam.using.remove(&addr);
+        if let Some(pool) = fam.pools.iter_mut().find(|p| p.universe.contains(addr)) {
+            pool.released.insert(addr);
+        }
+    }
+
+    /// Releases everything `owner` holds here.
+    pub(crate) fn release(&mut self, owner: &Owner) -> Option<Allocation> {
+        let (_, alloc) = self.owners.remove_entry(owner)?;
+        for (i, family) in IpFamily::ALL.into_iter().enumerate() {
+            if let Some(addr) = alloc.address(family) {
+                self.free_address(i, addr_value(addr));
+            }
+        }
+        if let Some(mac) = alloc.mac {
+            self.macs.remove(&mac);
+        }
+        Some(alloc)
+    }
+
+    /// The owner of an address, if live.
+    pub(crate) fn owner_of(&self, address: IpAddr) -> Option<Owner> {
+        let fam = self.families[IpFamily::of(address).index()].as_ref()?;
+        fam.using
+            .get(&addr_value(address))
+            .map(|h| (*h.owner).clone())
+    }
+}

@@ -1,0 +1,293 @@
+//! A set of addresses stored as sorted, disjoint, coalesced inclusive ranges.
+//!
+//! Addresses of both families are plain `u128` here (an IPv4 address is its
+//! 32-bit value). Every operation costs `O(log r)` or `O(r)` in the number of
+//! ranges `r`, never in the number of addresses, so a /8 costs the same memory
+//! as a /24 until allocations fragment it.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// Sorted, disjoint, non-adjacent inclusive ranges of `u128` values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeSet {
+    /// start -> end (inclusive). Invariant: for consecutive entries
+    /// `(s1, e1)`, `(s2, e2)`: `e1 + 1 < s2` (no overlap, no adjacency).
+    ranges: BTreeMap<u128, u128>,
+}
+
+impl RangeSet {
+    /// The empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The set `start..=end` (empty when `start > end`).
+    pub fn from_range(start: u128, end: u128) -> Self {
+        let mut set = Self::new();
+        set.insert_range(start, end);
+        set
+    }
+
+    /// True when the set holds no address.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Number of stored ranges (a measure of fragmentation, not of size).
+    pub fn range_count(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Number of addresses, saturating at `u128::MAX`.
+    pub fn count(&self) -> u128 {
+        self.ranges.iter().fold(0u128, |acc, (s, e)| {
+            acc.saturating_add((e - s).saturating_add(1))
+        })
+    }
+
+    /// Iterates the ranges in ascending order as `(start, end)` inclusive.
+    pub fn iter(&self) -> impl Iterator<Item = (u128, u128)> + '_ {
+        self.ranges.iter().map(|(s, e)| (*s, *e))
+    }
+
+    /// The range containing `addr`, if any.
+    fn range_of(&self, addr: u128) -> Option<(u128, u128)> {
+        let (s, e) = self.ranges.range(..=addr).next_back()?;
+        (addr <= *e).then_some((*s, *e))
+    }
+
+    /// True when `addr` is in the set.
+    pub fn contains(&self, addr: u128) -> bool {
+        self.range_of(addr).is_some()
+    }
+
+    /// True when every address of `start..=end` is in the set.
+    pub fn contains_range(&self, start: u128, end: u128) -> bool {
+        matches!(self.range_of(start), Some((_, e)) if end <= e)
+    }
+
+    /// True when the set shares at least one address with `start..=end`.
+    pub fn intersects_range(&self, start: u128, end: u128) -> bool {
+        if self.contains(start) {
+            return true;
+        }
+        self.ranges
+            .range((Bound::Excluded(start), Bound::Included(end)))
+            .next()
+            .is_some()
+    }
+
+    /// The lowest address.
+    pub fn first(&self) -> Option<u128> {
+        self.ranges.first_key_value().map(|(s, _)| *s)
+    }
+
+    /// Removes and returns the lowest address.
+    pub fn pop_first(&mut self) -> Option<u128> {
+        let (start, end) = self.ranges.pop_first()?;
+        if start < end {
+            self.ranges.insert(start + 1, end);
+        }
+        Some(start)
+    }
+
+    /// Adds `addr`; returns false when it was already present.
+    pub fn insert(&mut self, addr: u128) -> bool {
+        if self.contains(addr) {
+            return false;
+        }
+        self.insert_range(addr, addr);
+        true
+    }
+
+    /// Removes `addr`; returns false when it was absent.
+    pub fn remove(&mut self, addr: u128) -> bool {
+        let Some((s, e)) = self.range_of(addr) else {
+            return false;
+        };
+        self.ranges.remove(&s);
+        if s < addr {
+            self.ranges.insert(s, addr - 1);
+        }
+        if addr < e {
+            self.ranges.insert(addr + 1, e);
+        }
+        true
+    }
+
+    /// Adds every address of `start..=end`, merging with overlapping and
+    /// adjacent ranges.
+    pub fn insert_range(&mut self, start: u128, end: u128) {
+        if start > end {
+            return;
+        }
+        let mut new_start = start;
+        let mut new_end = end;
+        // A range starting at or before `start` may overlap or touch it.
+        if let Some((s, e)) = self.ranges.range(..=start).next_back() {
+            if e.saturating_add(1) >= start {
+                new_start = *s;
+                new_end = new_end.max(*e);
+            }
+        }
+        // Ranges starting inside `new_start..=end + 1` are swallowed.
+        let upper = end.saturating_add(1);
+        let swallowed: Vec<(u128, u128)> = self
+            .ranges
+            .range(new_start..=upper)
+            .map(|(s, e)| (*s, *e))
+            .collect();
+        for (s, e) in swallowed {
+            self.ranges.remove(&s);
+            new_end = new_end.max(e);
+        }
+        self.ranges.insert(new_start, new_end);
+    }
+
+    /// Removes every address of `start..=end`.
+    pub fn remove_range(&mut self, start: u128, end: u128) {
+        if start > end {
+            return;
+        }
+        let mut touched: Vec<(u128, u128)> = Vec::new();
+        if let Some((s, e)) = self.range_of(start) {
+            touched.push((s, e));
+        }
+        touched.extend(
+            self.ranges
+                .range((Bound::Excluded(start), Bound::Included(end)))
+                .map(|(s, e)| (*s, *e)),
+        );
+        for (s, e) in touched {
+            self.ranges.remove(&s);
+            if s < start {
+                self.ranges.insert(s, start - 1);
+            }
+            if e > end {
+                self.ranges.insert(end + 1, e);
+            }
+        }
+    }
+
+    /// Adds every address of `other`.
+    pub fn union_with(&mut self, other: &RangeSet) {
+        for (s, e) in other.iter() {
+            self.insert_range(s, e);
+        }
+    }
+
+    /// Removes every address of `other`.
+    pub fn subtract(&mut self, other: &RangeSet) {
+        for (s, e) in other.iter() {
+            self.remove_range(s, e);
+        }
+    }
+
+    /// The addresses in both `self` and `other`.
+    pub fn intersection(&self, other: &RangeSet) -> RangeSet {
+        let mut out = RangeSet::new();
+        let mut a = self.iter().peekable();
+        let mut b = other.iter().peekable();
+        while let (Some(&(s1, e1)), Some(&(s2, e2))) = (a.peek(), b.peek()) {
+            let (s, e) = (s1.max(s2), e1.min(e2));
+            if s <= e {
+                out.ranges.insert(s, e);
+            }
+            if e1 < e2 {
+                a.next();
+            } else {
+                b.next();
+            }
+        }
+        out
+    }
+
+    /// Builds a set from sorted, distinct addresses in `O(n)`.
+    pub fn from_sorted(addrs: impl IntoIterator<Item = u128>) -> RangeSet {
+        let mut out = RangeSet::new();
+        let mut current: Option<(u128, u128)> = None;
+        for a in addrs {
+            current = match current {
+                Some((s, e)) if e.checked_add(1) == Some(a) => Some((s, a)),
+                Some((s, e)) => {
+                    out.ranges.insert(s, e);
+                    Some((a, a))
+                }
+                None => Some((a, a)),
+            };
+        }
+        if let Some((s, e)) = current {
+            out.ranges.insert(s, e);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranges(set: &RangeSet) -> Vec<(u128, u128)> {
+        set.iter().collect()
+    }
+
+    #[test]
+    fn insert_merges_overlapping_and_adjacent() {
+        let mut s = RangeSet::new();
+        s.insert_range(10, 20);
+        s.insert_range(30, 40);
+        s.insert_range(21, 29);
+        assert_eq!(ranges(&s), vec![(10, 40)]);
+        s.insert_range(5, 9);
+        s.insert_range(0, 2);
+        assert_eq!(ranges(&s), vec![(0, 2), (5, 40)]);
+        s.insert_range(1, 100);
+        assert_eq!(ranges(&s), vec![(0, 100)]);
+        assert_eq!(s.count(), 101);
+    }
+
+    #[test]
+    fn remove_splits_ranges() {
+        let mut s = RangeSet::from_range(0, 100);
+        assert!(s.remove(50));
+        assert!(!s.remove(50));
+        s.remove_range(10, 20);
+        s.remove_range(95, 200);
+        assert_eq!(ranges(&s), vec![(0, 9), (21, 49), (51, 94)]);
+        s.remove_range(0, 60);
+        assert_eq!(ranges(&s), vec![(61, 94)]);
+    }
+
+    #[test]
+    fn pop_first_walks_upwards() {
+        let mut s = RangeSet::from_range(3, 4);
+        s.insert(9);
+        assert_eq!(s.pop_first(), Some(3));
+        assert_eq!(s.pop_first(), Some(4));
+        assert_eq!(s.pop_first(), Some(9));
+        assert_eq!(s.pop_first(), None);
+    }
+
+    #[test]
+    fn extremes_do_not_overflow() {
+        let mut s = RangeSet::from_range(u128::MAX - 1, u128::MAX);
+        s.insert_range(0, 0);
+        assert!(s.contains(u128::MAX));
+        s.remove(u128::MAX);
+        assert_eq!(ranges(&s), vec![(0, 0), (u128::MAX - 1, u128::MAX - 1)]);
+        let full = RangeSet::from_range(0, u128::MAX);
+        assert_eq!(full.count(), u128::MAX);
+    }
+
+    #[test]
+    fn intersection_and_intersects() {
+        let a = RangeSet::from_sorted([1, 2, 3, 7, 8, 20]);
+        let b = RangeSet::from_range(2, 7);
+        assert_eq!(ranges(&a.intersection(&b)), vec![(2, 3), (7, 7)]);
+        assert!(a.intersects_range(4, 7));
+        assert!(!a.intersects_range(4, 6));
+        assert!(a.contains_range(1, 3));
+        assert!(!a.contains_range(1, 4));
+    }
+}
