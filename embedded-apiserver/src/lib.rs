@@ -1,1 +1,58 @@
-//! embedded-apiserver (work in progress)
+//! An in-process Kubernetes API server, for tests and the sandbox.
+//!
+//! No kube-apiserver can run on the project's machines, yet the controller
+//! and node daemon are written against the real API with kube-rs. This crate
+//! serves the Kubernetes REST API over HTTP/1.1 + JSON, faithfully enough
+//! that kube-rs and kubectl cannot tell the difference for the resources the
+//! project uses.
+//!
+//! # Layers
+//!
+//! * [`registry`]: which `group/version/resource` triples exist (built-in
+//!   kinds plus one entry per served version of every stored
+//!   CustomResourceDefinition). Everything else is generic: objects are
+//!   `serde_json::Value`s.
+//! * [`store`]: objects keyed by (group, resource, namespace, name), one
+//!   global resourceVersion counter like etcd's revision, a bounded change
+//!   history for resuming watches (older versions get `410 Gone`), and watch
+//!   fan-out under the same lock as the writes.
+//! * [`patch`]: JSON patch, merge patch, strategic merge patch and
+//!   server-side apply with `managedFields`, all pure functions.
+//! * [`selector`]: label and field selectors.
+//! * the server ([`EmbeddedApiServer`], [`Handle`]): URL routing, discovery
+//!   documents, `Status` errors, chunked watch streams, kubeconfig.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use embedded_apiserver::{Config, EmbeddedApiServer};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{Api, PostParams};
+//!
+//! let server = EmbeddedApiServer::start(Config::default()).await?;
+//! let client = server.kube_client()?;
+//! let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("hello".into());
+//! cms.create(&PostParams::default(), &cm).await?;
+//! server.write_kubeconfig("/tmp/kubeconfig".as_ref())?; // for kubectl
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Not implemented: authentication/authorization, admission, OpenAPI
+//! documents (`/openapi/*` answers 404; kubectl then skips client-side
+//! validation), protobuf, the aggregated discovery format, garbage collection
+//! by ownerReferences, graceful pod deletion (pods go at once).
+
+pub mod error;
+pub mod patch;
+pub mod registry;
+pub mod selector;
+mod server;
+pub mod store;
+pub mod validate;
+
+pub use error::{ApiError, ClientError, Reason, StartError};
+pub use server::{kubeconfig_yaml, Config, EmbeddedApiServer, Handle};

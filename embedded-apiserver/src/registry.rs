@@ -1,0 +1,284 @@
+//! The resource registry: which `group/version/resource` triples are served.
+//!
+//! Objects are stored generically (as JSON); what differs between kinds is only
+//! the data held here: the `Kind`, whether it is namespaced, whether it has a
+//! `/status` subresource, and how to name it. Built-in kinds are listed in
+//! [`Registry::builtin`]; a `CustomResourceDefinition` adds one entry per
+//! served version when it is stored ([`ResourceType::from_crd`]).
+
+use serde_json::Value;
+
+/// One served resource type (one row of an `APIResourceList`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceType {
+    /// API group (`""` for the core group).
+    pub group: String,
+    /// Version within the group (`v1`).
+    pub version: String,
+    /// Plural resource name used in URLs (`pods`).
+    pub plural: String,
+    /// Singular name (`pod`).
+    pub singular: String,
+    /// Kind (`Pod`).
+    pub kind: String,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Whether `/status` is a separate subresource: writes to the main
+    /// resource then keep the stored status, and `/status` writes keep the rest.
+    pub has_status: bool,
+    /// kubectl short names (`po`).
+    pub short_names: Vec<String>,
+    /// Defined by a CRD (as opposed to built in); CRDs get JSON merge
+    /// semantics for strategic merge patches and atomic lists in apply.
+    pub custom: bool,
+}
+
+impl ResourceType {
+    fn builtin(
+        gv: &str,
+        plural: &str,
+        kind: &str,
+        namespaced: bool,
+        has_status: bool,
+        short: &[&str],
+    ) -> Self {
+        let (group, version) = split_group_version(gv);
+        ResourceType {
+            group: group.to_string(),
+            version: version.to_string(),
+            plural: plural.to_string(),
+            singular: kind.to_ascii_lowercase(),
+            kind: kind.to_string(),
+            namespaced,
+            has_status,
+            short_names: short.iter().map(|s| s.to_string()).collect(),
+            custom: false,
+        }
+    }
+
+    /// `apiVersion` as written in objects (`v1`, `apps/v1`).
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The group/version/plural triple this type is served under.
+    pub fn matches(&self, group: &str, version: &str, plural: &str) -> bool {
+        self.group == group && self.version == version && self.plural == plural
+    }
+
+    /// The served versions of a stored CustomResourceDefinition.
+    pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
+        let spec = &crd["spec"];
+        let names = &spec["names"];
+        let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let plural = str_of(&names["plural"]);
+        let kind = str_of(&names["kind"]);
+        let singular = match names["singular"].as_str() {
+            Some(s) if !s.is_empty() => s.to_string(),
+            _ => kind.to_ascii_lowercase(),
+        };
+        let short_names: Vec<String> = names["shortNames"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let namespaced = spec["scope"].as_str() == Some("Namespaced");
+        let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+        versions
+            .iter()
+            .filter(|v| v["served"].as_bool().unwrap_or(true))
+            .map(|v| ResourceType {
+                group: str_of(&spec["group"]),
+                version: str_of(&v["name"]),
+                plural: plural.clone(),
+                singular: singular.clone(),
+                kind: kind.clone(),
+                namespaced,
+                has_status: v["subresources"]["status"].is_object(),
+                short_names: short_names.clone(),
+                custom: true,
+            })
+            .collect()
+    }
+}
+
+/// Splits `apps/v1` into (`apps`, `v1`) and `v1` into (``, `v1`).
+pub fn split_group_version(gv: &str) -> (&str, &str) {
+    match gv.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", gv),
+    }
+}
+
+/// All served resource types.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    types: Vec<ResourceType>,
+}
+
+impl Registry {
+    /// The built-in kinds this project uses.
+    pub fn builtin() -> Self {
+        use ResourceType as R;
+        let types = vec![
+            R::builtin("v1", "namespaces", "Namespace", false, true, &["ns"]),
+            R::builtin("v1", "pods", "Pod", true, true, &["po"]),
+            R::builtin("v1", "nodes", "Node", false, true, &["no"]),
+            R::builtin("v1", "services", "Service", true, true, &["svc"]),
+            R::builtin("v1", "endpoints", "Endpoints", true, false, &["ep"]),
+            R::builtin("v1", "configmaps", "ConfigMap", true, false, &["cm"]),
+            R::builtin("v1", "secrets", "Secret", true, false, &[]),
+            R::builtin(
+                "v1",
+                "serviceaccounts",
+                "ServiceAccount",
+                true,
+                false,
+                &["sa"],
+            ),
+            R::builtin("v1", "events", "Event", true, false, &["ev"]),
+            R::builtin(
+                "apps/v1",
+                "deployments",
+                "Deployment",
+                true,
+                true,
+                &["deploy"],
+            ),
+            R::builtin("apps/v1", "daemonsets", "DaemonSet", true, true, &["ds"]),
+            R::builtin(
+                "apps/v1",
+                "statefulsets",
+                "StatefulSet",
+                true,
+                true,
+                &["sts"],
+            ),
+            R::builtin(
+                "discovery.k8s.io/v1",
+                "endpointslices",
+                "EndpointSlice",
+                true,
+                false,
+                &[],
+            ),
+            R::builtin(
+                "networking.k8s.io/v1",
+                "networkpolicies",
+                "NetworkPolicy",
+                true,
+                true,
+                &["netpol"],
+            ),
+            R::builtin(
+                "coordination.k8s.io/v1",
+                "leases",
+                "Lease",
+                true,
+                false,
+                &[],
+            ),
+            R::builtin(
+                "apiextensions.k8s.io/v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+                false,
+                true,
+                &["crd", "crds"],
+            ),
+        ];
+        Registry { types }
+    }
+
+    /// Finds the type served at `group/version/plural`.
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
+        self.types
+            .iter()
+            .find(|t| t.matches(group, version, plural))
+    }
+
+    /// Any served version of `group`/`plural` (objects are stored once per
+    /// group and resource, whatever version they were written through).
+    pub fn find_any_version(&self, group: &str, plural: &str) -> Option<&ResourceType> {
+        self.types
+            .iter()
+            .find(|t| t.group == group && t.plural == plural)
+    }
+
+    /// All served types.
+    pub fn types(&self) -> &[ResourceType] {
+        &self.types
+    }
+
+    /// Adds (or replaces) the types of a CRD named `group`/`plural`.
+    pub fn register_crd(&mut self, crd: &Value) {
+        let new = ResourceType::from_crd(crd);
+        if let Some(first) = new.first() {
+            let (group, plural) = (first.group.clone(), first.plural.clone());
+            self.unregister(&group, &plural);
+        }
+        self.types.extend(new);
+    }
+
+    /// Removes every version of `group`/`plural`.
+    pub fn unregister(&mut self, group: &str, plural: &str) {
+        self.types
+            .retain(|t| !(t.custom && t.group == group && t.plural == plural));
+    }
+
+    /// The groups other than core, in first-seen order, with their versions.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for t in self.types.iter().filter(|t| !t.group.is_empty()) {
+            match groups.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, versions)) if !versions.contains(&t.version) => {
+                    versions.push(t.version.clone())
+                }
+                Some(_) => {}
+                None => groups.push((t.group.clone(), vec![t.version.clone()])),
+            }
+        }
+        groups
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn crd_registers_served_versions_only() {
+        let crd = json!({
+            "spec": {
+                "group": "kubeovn.io",
+                "scope": "Cluster",
+                "names": {"plural": "subnets", "singular": "subnet", "kind": "Subnet"},
+                "versions": [
+                    {"name": "v1", "served": true, "subresources": {"status": {}}},
+                    {"name": "v0", "served": false}
+                ]
+            }
+        });
+        let mut registry = Registry::builtin();
+        registry.register_crd(&crd);
+        let subnet = registry.find("kubeovn.io", "v1", "subnets").unwrap();
+        assert!(!subnet.namespaced);
+        assert!(subnet.has_status);
+        assert!(registry.find("kubeovn.io", "v0", "subnets").is_none());
+        assert!(registry
+            .groups()
+            .iter()
+            .any(|(g, v)| g == "kubeovn.io" && v == &["v1"]));
+        registry.unregister("kubeovn.io", "subnets");
+        assert!(registry.find("kubeovn.io", "v1", "subnets").is_none());
+    }
+}

@@ -1,0 +1,331 @@
+//! Store-level tests: resourceVersion order, watch history and 410,
+//! finalizers, status subresource, and that failed writes change nothing.
+
+use super::*;
+use crate::patch::PatchType;
+use crate::store::watch::WatchMsg;
+
+fn rt(state: &State, g: &str, v: &str, plural: &str) -> ResourceType {
+    state.registry.find(g, v, plural).cloned().unwrap()
+}
+
+fn opts() -> WriteOptions {
+    WriteOptions::manager("test")
+}
+
+fn cm(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
+}
+
+fn drain(rx: &mut mpsc::UnboundedReceiver<WatchMsg>) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    while let Ok(msg) = rx.try_recv() {
+        match msg {
+            WatchMsg::Event(t, o) => out.push((
+                t.as_str().to_string(),
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )),
+            WatchMsg::Expired(_) => out.push(("EXPIRED".into(), String::new(), String::new())),
+            WatchMsg::Bookmark { rv, .. } => {
+                out.push(("BOOKMARK".into(), String::new(), rv.to_string()))
+            }
+        }
+    }
+    out
+}
+
+fn watch_all(rv: Option<u64>) -> WatchOptions {
+    WatchOptions {
+        filter: WatchFilter {
+            group: String::new(),
+            resource: "configmaps".into(),
+            namespace: Some("default".into()),
+            labels: Default::default(),
+            fields: Default::default(),
+        },
+        resource_version: rv,
+        bookmarks: true,
+        send_initial_events: false,
+    }
+}
+
+#[test]
+fn resource_versions_increase_and_watch_resumes_from_history() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    let a = state
+        .create(&cms, Some("default"), cm("a"), &opts())
+        .unwrap();
+    let rv_a: u64 = a["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let b = state
+        .create(&cms, Some("default"), cm("b"), &opts())
+        .unwrap();
+    let rv_b: u64 = b["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv_b > rv_a);
+    let mut rx = state.watch(watch_all(Some(rv_a))).unwrap();
+    state
+        .delete(&cms, Some("default"), "a", &DeleteOptions::default())
+        .unwrap();
+    let events = drain(&mut rx);
+    let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(kinds, vec!["ADDED", "DELETED"]);
+    assert_eq!(events[0].1, "b");
+    assert!(events[1].2.parse::<u64>().unwrap() > rv_b);
+}
+
+#[test]
+fn compaction_expires_old_versions_but_not_a_fresh_list() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    state
+        .create(&cms, Some("default"), cm("a"), &opts())
+        .unwrap();
+    let before = state.resource_version();
+    state.compact_history();
+    let mut rx = state.watch(watch_all(Some(before))).unwrap();
+    assert_eq!(drain(&mut rx)[0].0, "EXPIRED");
+    let list = state
+        .list(&cms, Some("default"), &ListOptions::default())
+        .unwrap();
+    let rv: u64 = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut rx = state.watch(watch_all(Some(rv))).unwrap();
+    state
+        .create(&cms, Some("default"), cm("b"), &opts())
+        .unwrap();
+    assert_eq!(drain(&mut rx).len(), 1);
+}
+
+#[test]
+fn history_limit_trims_and_expires() {
+    let mut state = State::new(2);
+    let cms = rt(&state, "", "v1", "configmaps");
+    let start = state.resource_version();
+    for n in ["a", "b", "c", "d"] {
+        state.create(&cms, Some("default"), cm(n), &opts()).unwrap();
+    }
+    let mut rx = state.watch(watch_all(Some(start))).unwrap();
+    assert_eq!(drain(&mut rx)[0].0, "EXPIRED");
+}
+
+#[test]
+fn finalizers_hold_deletion() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    let mut obj = cm("f");
+    obj["metadata"]["finalizers"] = json!(["example.com/x"]);
+    state.create(&cms, Some("default"), obj, &opts()).unwrap();
+    let marked = state
+        .delete(&cms, Some("default"), "f", &DeleteOptions::default())
+        .unwrap();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    assert!(state.get(&cms, Some("default"), "f").is_ok());
+    let patch = json!([{"op": "remove", "path": "/metadata/finalizers"}]);
+    state
+        .patch(
+            &cms,
+            Some("default"),
+            "f",
+            PatchType::Json,
+            &patch,
+            Part::Main,
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(
+        state.get(&cms, Some("default"), "f").unwrap_err().reason,
+        Reason::NotFound
+    );
+}
+
+#[test]
+fn status_subresource_is_kept_apart() {
+    let mut state = State::new(100);
+    let pods = rt(&state, "", "v1", "pods");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    state.create(&pods, Some("default"), pod, &opts()).unwrap();
+    let main = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+    let out = state
+        .patch(
+            &pods,
+            Some("default"),
+            "p",
+            PatchType::Merge,
+            &main,
+            Part::Main,
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(out["status"]["phase"], "Pending");
+    assert_eq!(out["spec"]["nodeName"], "n1");
+    let status = json!({"spec": {"nodeName": "n2"}, "status": {"phase": "Running"}});
+    let out = state
+        .patch(
+            &pods,
+            Some("default"),
+            "p",
+            PatchType::Merge,
+            &status,
+            Part::Status,
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(out["status"]["phase"], "Running");
+    assert_eq!(out["spec"]["nodeName"], "n1");
+}
+
+#[test]
+fn failed_writes_change_nothing() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    state
+        .create(&cms, Some("default"), cm("a"), &opts())
+        .unwrap();
+    let rv = state.resource_version();
+    let bad_name = state
+        .create(&cms, Some("default"), cm("Bad_Name"), &opts())
+        .unwrap_err();
+    assert_eq!(bad_name.reason, Reason::Invalid);
+    let mut wrong_kind = cm("b");
+    wrong_kind["kind"] = json!("Secret");
+    assert_eq!(
+        state
+            .create(&cms, Some("default"), wrong_kind, &opts())
+            .unwrap_err()
+            .reason,
+        Reason::BadRequest
+    );
+    let no_ns = state
+        .create(&cms, Some("nope"), cm("c"), &opts())
+        .unwrap_err();
+    assert_eq!(no_ns.reason, Reason::NotFound);
+    let test_fails = json!([{"op": "test", "path": "/data/k", "value": "other"}, {"op": "remove", "path": "/data"}]);
+    let err = state
+        .patch(
+            &cms,
+            Some("default"),
+            "a",
+            PatchType::Json,
+            &test_fails,
+            Part::Main,
+            &opts(),
+        )
+        .unwrap_err();
+    assert_eq!(err.reason, Reason::Invalid);
+    let mut stale = state.get(&cms, Some("default"), "a").unwrap();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    stale["data"]["k"] = json!("changed");
+    assert_eq!(
+        state
+            .update(&cms, Some("default"), "a", stale, Part::Main, &opts())
+            .unwrap_err()
+            .reason,
+        Reason::Conflict
+    );
+    assert_eq!(state.resource_version(), rv);
+    assert_eq!(
+        state.get(&cms, Some("default"), "a").unwrap()["data"]["k"],
+        "v"
+    );
+}
+
+#[test]
+fn noop_update_does_not_bump_resource_version() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    let a = state
+        .create(&cms, Some("default"), cm("a"), &opts())
+        .unwrap();
+    let rv = state.resource_version();
+    let same = state
+        .update(&cms, Some("default"), "a", a.clone(), Part::Main, &opts())
+        .unwrap();
+    assert_eq!(
+        same["metadata"]["resourceVersion"],
+        a["metadata"]["resourceVersion"]
+    );
+    assert_eq!(state.resource_version(), rv);
+}
+
+#[test]
+fn crd_serves_its_kind_and_takes_objects_with_it() {
+    let mut state = State::new(100);
+    let crds = rt(
+        &state,
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+    );
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "subnets.kubeovn.io"},
+        "spec": {"group": "kubeovn.io", "scope": "Cluster",
+                 "names": {"plural": "subnets", "singular": "subnet", "kind": "Subnet"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}}]}});
+    state.create(&crds, None, crd, &opts()).unwrap();
+    let subnets = rt(&state, "kubeovn.io", "v1", "subnets");
+    let s = json!({"apiVersion": "kubeovn.io/v1", "kind": "Subnet", "metadata": {"name": "s1"},
+        "spec": {"cidrBlock": "10.0.0.0/24"}, "status": {"v4availableIPs": 1}});
+    let created = state.create(&subnets, None, s, &opts()).unwrap();
+    assert!(created.get("status").is_none());
+    state
+        .delete(&crds, None, "subnets.kubeovn.io", &DeleteOptions::default())
+        .unwrap();
+    assert!(state.registry.find("kubeovn.io", "v1", "subnets").is_none());
+    assert_eq!(state.len(), 4, "only the default namespaces remain");
+}
+
+#[test]
+fn persistence_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.json");
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    state
+        .create(&cms, Some("default"), cm("a"), &opts())
+        .unwrap();
+    state.save(&path).unwrap();
+    let loaded = State::load(&path, 100).unwrap();
+    assert_eq!(loaded.resource_version(), state.resource_version());
+    assert_eq!(
+        loaded.get(&cms, Some("default"), "a").unwrap(),
+        state.get(&cms, Some("default"), "a").unwrap()
+    );
+}
+
+#[test]
+fn list_pages_with_continue() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    for n in ["a", "b", "c"] {
+        state.create(&cms, Some("default"), cm(n), &opts()).unwrap();
+    }
+    let page = |token: Option<String>| ListOptions {
+        limit: 2,
+        continue_token: token,
+        ..Default::default()
+    };
+    let first = state.list(&cms, Some("default"), &page(None)).unwrap();
+    assert_eq!(first["items"].as_array().unwrap().len(), 2);
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    let second = state
+        .list(&cms, Some("default"), &page(Some(token)))
+        .unwrap();
+    assert_eq!(second["items"][0]["metadata"]["name"], "c");
+    assert!(second["metadata"].get("continue").is_none());
+}

@@ -1,0 +1,12 @@
+//! Integration tests: kube-rs and kubectl against the embedded API server.
+//! One test binary with modules, so kube-rs is linked once.
+
+mod api {
+    mod binary;
+    pub mod common;
+    mod controller;
+    mod crud;
+    mod kubectl;
+    mod leader;
+    mod watch;
+}
