@@ -52,7 +52,10 @@ impl Function {
     pub fn is_ordering(self) -> bool {
         matches!(
             self,
-            Function::LessThan | Function::LessThanOrEqual | Function::GreaterThan | Function::GreaterThanOrEqual
+            Function::LessThan
+                | Function::LessThanOrEqual
+                | Function::GreaterThan
+                | Function::GreaterThanOrEqual
         )
     }
 }
@@ -79,7 +82,12 @@ impl FromStr for Function {
             "<=" => Function::LessThanOrEqual,
             ">" => Function::GreaterThan,
             ">=" => Function::GreaterThanOrEqual,
-            _ => return Err(UnknownName { kind: "function", name: s.to_owned() }),
+            _ => {
+                return Err(UnknownName {
+                    kind: "function",
+                    name: s.to_owned(),
+                })
+            }
         })
     }
 }
@@ -110,7 +118,11 @@ pub enum Condition {
 impl Condition {
     /// `[column, function, value]`.
     pub fn new(column: impl Into<String>, function: Function, value: impl Into<Value>) -> Self {
-        Condition::Compare { column: column.into(), function, value: value.into() }
+        Condition::Compare {
+            column: column.into(),
+            function,
+            value: value.into(),
+        }
     }
     /// `[column, "==", value]`; `Condition::eq("_uuid", uuid)` is the fast path of the server.
     pub fn eq(column: impl Into<String>, value: impl Into<Value>) -> Self {
@@ -197,7 +209,12 @@ impl FromStr for Mutator {
             "%=" => Mutator::Modulo,
             "insert" => Mutator::Insert,
             "delete" => Mutator::Delete,
-            _ => return Err(UnknownName { kind: "mutator", name: s.to_owned() }),
+            _ => {
+                return Err(UnknownName {
+                    kind: "mutator",
+                    name: s.to_owned(),
+                })
+            }
         })
     }
 }
@@ -222,7 +239,11 @@ pub struct Mutation {
 impl Mutation {
     /// `[column, mutator, value]`.
     pub fn new(column: impl Into<String>, mutator: Mutator, value: impl Into<Value>) -> Self {
-        Mutation { column: column.into(), mutator, value: value.into() }
+        Mutation {
+            column: column.into(),
+            mutator,
+            value: value.into(),
+        }
     }
     /// `[column, "insert", value]`, e.g. add a port uuid to `Logical_Switch.ports`.
     pub fn insert(column: impl Into<String>, value: impl Into<Value>) -> Self {
@@ -265,7 +286,11 @@ fn triple<S: Serializer>(s: S, column: &str, op: &str, value: &Value) -> Result<
 impl Serialize for Condition {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            Condition::Compare { column, function, value } => triple(s, column, function.as_str(), value),
+            Condition::Compare {
+                column,
+                function,
+                value,
+            } => triple(s, column, function.as_str(), value),
             Condition::Constant(b) => s.serialize_bool(*b),
         }
     }
@@ -286,9 +311,15 @@ impl<'de> Visitor<'de> for TripleVisitor {
         f.write_str("[column, function or mutator, value]")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let column: String = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
-        let name: String = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(1, &self))?;
-        let value: Value = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(2, &self))?;
+        let column: String = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let name: String = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        let value: Value = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(2, &self))?;
         if seq.next_element::<de::IgnoredAny>()?.is_some() {
             return Err(de::Error::invalid_length(4, &self));
         }
@@ -309,7 +340,11 @@ impl<'de> Visitor<'de> for ConditionVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Condition, A::Error> {
         let (column, function, value) = TripleVisitor.visit_seq(seq)?;
         let function = function.parse().map_err(de::Error::custom)?;
-        Ok(Condition::Compare { column, function, value })
+        Ok(Condition::Compare {
+            column,
+            function,
+            value,
+        })
     }
 }
 
@@ -325,6 +360,10 @@ impl<'de> Deserialize<'de> for Mutation {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let (column, mutator, value) = d.deserialize_seq(TripleVisitor)?;
         let mutator = mutator.parse().map_err(de::Error::custom)?;
-        Ok(Mutation { column, mutator, value })
+        Ok(Mutation {
+            column,
+            mutator,
+            value,
+        })
     }
 }

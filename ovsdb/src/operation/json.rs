@@ -5,7 +5,9 @@ use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, Delete, Insert, Mutate, Mutation, Operation, Select, Update, Wait, WaitUntil};
+use super::{
+    Condition, Delete, Insert, Mutate, Mutation, Operation, Select, Update, Wait, WaitUntil,
+};
 use crate::value::{NamedUuid, Row, Uuid};
 
 impl WaitUntil {
@@ -23,7 +25,12 @@ impl Serialize for Operation {
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("op", self.name())?;
         match self {
-            Operation::Insert(Insert { table, row, uuid_name, uuid }) => {
+            Operation::Insert(Insert {
+                table,
+                row,
+                uuid_name,
+                uuid,
+            }) => {
                 m.serialize_entry("table", table)?;
                 m.serialize_entry("row", row)?;
                 if let Some(name) = uuid_name {
@@ -33,19 +40,31 @@ impl Serialize for Operation {
                     m.serialize_entry("uuid", &uuid.to_string())?;
                 }
             }
-            Operation::Select(Select { table, conditions, columns }) => {
+            Operation::Select(Select {
+                table,
+                conditions,
+                columns,
+            }) => {
                 m.serialize_entry("table", table)?;
                 m.serialize_entry("where", conditions)?;
                 if let Some(columns) = columns {
                     m.serialize_entry("columns", columns)?;
                 }
             }
-            Operation::Update(Update { table, conditions, row }) => {
+            Operation::Update(Update {
+                table,
+                conditions,
+                row,
+            }) => {
                 m.serialize_entry("table", table)?;
                 m.serialize_entry("where", conditions)?;
                 m.serialize_entry("row", row)?;
             }
-            Operation::Mutate(Mutate { table, conditions, mutations }) => {
+            Operation::Mutate(Mutate {
+                table,
+                conditions,
+                mutations,
+            }) => {
                 m.serialize_entry("table", table)?;
                 m.serialize_entry("where", conditions)?;
                 m.serialize_entry("mutations", mutations)?;
@@ -110,10 +129,24 @@ impl RawOperation {
             "insert" => Operation::Insert(Insert {
                 table: table()?,
                 row: self.row.clone().unwrap_or_default(),
-                uuid_name: self.uuid_name.as_deref().map(NamedUuid::new).transpose().map_err(E::custom)?,
-                uuid: self.uuid.as_deref().map(str::parse::<Uuid>).transpose().map_err(E::custom)?,
+                uuid_name: self
+                    .uuid_name
+                    .as_deref()
+                    .map(NamedUuid::new)
+                    .transpose()
+                    .map_err(E::custom)?,
+                uuid: self
+                    .uuid
+                    .as_deref()
+                    .map(str::parse::<Uuid>)
+                    .transpose()
+                    .map_err(E::custom)?,
             }),
-            "select" => Operation::Select(Select { table: table()?, conditions: conditions()?, columns: self.columns }),
+            "select" => Operation::Select(Select {
+                table: table()?,
+                conditions: conditions()?,
+                columns: self.columns,
+            }),
             "update" => Operation::Update(Update {
                 table: table()?,
                 conditions: conditions()?,
@@ -124,7 +157,10 @@ impl RawOperation {
                 conditions: conditions()?,
                 mutations: required(self.mutations, op, "mutations")?,
             }),
-            "delete" => Operation::Delete(Delete { table: table()?, conditions: conditions()? }),
+            "delete" => Operation::Delete(Delete {
+                table: table()?,
+                conditions: conditions()?,
+            }),
             "wait" => Operation::Wait(Wait {
                 table: table()?,
                 timeout: self.timeout,
@@ -133,14 +169,22 @@ impl RawOperation {
                 until: match required(self.until, op, "until")?.as_str() {
                     "==" => WaitUntil::Equal,
                     "!=" => WaitUntil::NotEqual,
-                    other => return Err(E::custom(format!("wait \"until\" must be \"==\" or \"!=\", found {other:?}"))),
+                    other => {
+                        return Err(E::custom(format!(
+                            "wait \"until\" must be \"==\" or \"!=\", found {other:?}"
+                        )))
+                    }
                 },
                 rows: required(self.rows, op, "rows")?,
             }),
-            "commit" => Operation::Commit { durable: self.durable.unwrap_or(false) },
+            "commit" => Operation::Commit {
+                durable: self.durable.unwrap_or(false),
+            },
             "abort" => Operation::Abort,
             "comment" => Operation::Comment(required(self.comment, op, "comment")?),
-            "assert" => Operation::Assert { lock: required(self.lock, op, "lock")? },
+            "assert" => Operation::Assert {
+                lock: required(self.lock, op, "lock")?,
+            },
             other => return Err(E::custom(format!("unknown operation {other:?}"))),
         })
     }

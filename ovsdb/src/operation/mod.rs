@@ -220,27 +220,47 @@ impl Wait {
 impl Operation {
     /// An `insert` of `row` into `table`.
     pub fn insert(table: impl Into<String>, row: Row) -> Insert {
-        Insert { table: table.into(), row, uuid_name: None, uuid: None }
+        Insert {
+            table: table.into(),
+            row,
+            uuid_name: None,
+            uuid: None,
+        }
     }
 
     /// A `select` of all rows and columns of `table` (narrow with the builder methods).
     pub fn select(table: impl Into<String>) -> Select {
-        Select { table: table.into(), conditions: Vec::new(), columns: None }
+        Select {
+            table: table.into(),
+            conditions: Vec::new(),
+            columns: None,
+        }
     }
 
     /// An `update` setting `row`'s columns (add conditions, or it updates every row).
     pub fn update(table: impl Into<String>, row: Row) -> Update {
-        Update { table: table.into(), conditions: Vec::new(), row }
+        Update {
+            table: table.into(),
+            conditions: Vec::new(),
+            row,
+        }
     }
 
     /// A `mutate` (add conditions and mutations).
     pub fn mutate(table: impl Into<String>) -> Mutate {
-        Mutate { table: table.into(), conditions: Vec::new(), mutations: Vec::new() }
+        Mutate {
+            table: table.into(),
+            conditions: Vec::new(),
+            mutations: Vec::new(),
+        }
     }
 
     /// A `delete` (add conditions, or it deletes every row).
     pub fn delete(table: impl Into<String>) -> Delete {
-        Delete { table: table.into(), conditions: Vec::new() }
+        Delete {
+            table: table.into(),
+            conditions: Vec::new(),
+        }
     }
 
     /// A `wait` without timeout on `columns` of the matching rows.

@@ -121,7 +121,9 @@ impl TransactErrorKind {
             "aborted" => Self::Aborted,
             "not owner" => Self::NotOwner,
             "unknown database" => Self::UnknownDatabase,
-            "syntax error" | "unknown column" | "unknown table" | "unknown operation" => Self::SyntaxError,
+            "syntax error" | "unknown column" | "unknown table" | "unknown operation" => {
+                Self::SyntaxError
+            }
             _ => Self::Other,
         }
     }
@@ -148,7 +150,11 @@ pub struct TransactError {
 impl fmt::Display for TransactError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.operation {
-            Some(op) if !self.at_commit => write!(f, "transaction failed at operation {} ({op}): {}", self.index, self.error)?,
+            Some(op) if !self.at_commit => write!(
+                f,
+                "transaction failed at operation {} ({op}): {}",
+                self.index, self.error
+            )?,
             _ => write!(f, "transaction failed at commit: {}", self.error)?,
         }
         match &self.details {
@@ -172,19 +178,31 @@ impl TransactReply {
     pub fn into_result(self) -> Result<Vec<OperationResult>, TransactError> {
         match self.error {
             Some(error) => Err(error),
-            None => Ok(self.results.into_iter().map(|r| r.unwrap_or(OperationResult::Empty)).collect()),
+            None => Ok(self
+                .results
+                .into_iter()
+                .map(|r| r.unwrap_or(OperationResult::Empty))
+                .collect()),
         }
     }
 
     /// Decodes the `result` of a `transact` request made of `ops`. With `schema`, select
     /// rows are decoded exactly (with column types), otherwise untyped.
-    pub fn from_str(text: &str, ops: &[Operation], schema: Option<&DatabaseSchema>) -> Result<Self, DecodeError> {
+    pub fn from_str(
+        text: &str,
+        ops: &[Operation],
+        schema: Option<&DatabaseSchema>,
+    ) -> Result<Self, DecodeError> {
         let elements: Vec<&RawValue> = serde_json::from_str(text)?;
         decode_elements(&elements, ops, schema)
     }
 
     /// Like [`TransactReply::from_str`], from parsed JSON.
-    pub fn from_json(json: &serde_json::Value, ops: &[Operation], schema: Option<&DatabaseSchema>) -> Result<Self, DecodeError> {
+    pub fn from_json(
+        json: &serde_json::Value,
+        ops: &[Operation],
+        schema: Option<&DatabaseSchema>,
+    ) -> Result<Self, DecodeError> {
         Self::from_str(&json.to_string(), ops, schema)
     }
 }
@@ -204,19 +222,35 @@ struct RawResult<'a> {
 }
 
 fn malformed(reason: String) -> DecodeError {
-    DecodeError::Malformed { what: "transact result", reason }
+    DecodeError::Malformed {
+        what: "transact result",
+        reason,
+    }
 }
 
-fn decode_elements(elements: &[&RawValue], ops: &[Operation], schema: Option<&DatabaseSchema>) -> Result<TransactReply, DecodeError> {
+fn decode_elements(
+    elements: &[&RawValue],
+    ops: &[Operation],
+    schema: Option<&DatabaseSchema>,
+) -> Result<TransactReply, DecodeError> {
     if elements.len() < ops.len() || elements.len() > ops.len() + 1 {
-        return Err(malformed(format!("{} elements for {} operations", elements.len(), ops.len())));
+        return Err(malformed(format!(
+            "{} elements for {} operations",
+            elements.len(),
+            ops.len()
+        )));
     }
-    let mut reply = TransactReply { results: Vec::with_capacity(ops.len()), error: None };
+    let mut reply = TransactReply {
+        results: Vec::with_capacity(ops.len()),
+        error: None,
+    };
     for (index, element) in elements.iter().enumerate() {
         let op = ops.get(index);
         if element.get() == "null" {
             if reply.error.is_none() {
-                return Err(malformed(format!("element {index} is null but no operation failed before it")));
+                return Err(malformed(format!(
+                    "element {index} is null but no operation failed before it"
+                )));
             }
             reply.results.push(None);
             continue;
@@ -240,17 +274,33 @@ fn decode_elements(elements: &[&RawValue], ops: &[Operation], schema: Option<&Da
             continue;
         }
         let Some(op) = op else {
-            return Err(malformed(format!("trailing element {index} is not an error")));
+            return Err(malformed(format!(
+                "trailing element {index} is not an error"
+            )));
         };
-        reply.results.push(Some(decode_success(op, raw, schema, index)?));
+        reply
+            .results
+            .push(Some(decode_success(op, raw, schema, index)?));
     }
     Ok(reply)
 }
 
-fn decode_success(op: &Operation, raw: RawResult<'_>, schema: Option<&DatabaseSchema>, index: usize) -> Result<OperationResult, DecodeError> {
-    let missing = |member: &str| malformed(format!("element {index} ({}) lacks \"{member}\"", op.name()));
+fn decode_success(
+    op: &Operation,
+    raw: RawResult<'_>,
+    schema: Option<&DatabaseSchema>,
+    index: usize,
+) -> Result<OperationResult, DecodeError> {
+    let missing = |member: &str| {
+        malformed(format!(
+            "element {index} ({}) lacks \"{member}\"",
+            op.name()
+        ))
+    };
     Ok(match op {
-        Operation::Insert(_) => OperationResult::Insert { uuid: raw.uuid.ok_or_else(|| missing("uuid"))? },
+        Operation::Insert(_) => OperationResult::Insert {
+            uuid: raw.uuid.ok_or_else(|| missing("uuid"))?,
+        },
         Operation::Select(select) => {
             let rows = raw.rows.ok_or_else(|| missing("rows"))?;
             let table = schema.and_then(|s| s.table(&select.table));
@@ -259,7 +309,9 @@ fn decode_success(op: &Operation, raw: RawResult<'_>, schema: Option<&DatabaseSc
             OperationResult::Select { rows }
         }
         Operation::Update(_) | Operation::Mutate(_) | Operation::Delete(_) => {
-            OperationResult::Count { count: raw.count.ok_or_else(|| missing("count"))? }
+            OperationResult::Count {
+                count: raw.count.ok_or_else(|| missing("count"))?,
+            }
         }
         _ => OperationResult::Empty,
     })

@@ -96,7 +96,9 @@ impl DatabaseSchema {
             };
             for (column, schema) in &table.columns {
                 match other_table.columns.get(column) {
-                    None => diff.columns_only_in_left.push((name.clone(), column.clone())),
+                    None => diff
+                        .columns_only_in_left
+                        .push((name.clone(), column.clone())),
                     Some(o) if !same_shape(&schema.type_, &o.type_) => {
                         diff.type_mismatches.push(ColumnMismatch {
                             table: name.clone(),
@@ -110,7 +112,8 @@ impl DatabaseSchema {
             }
             for column in other_table.columns.keys() {
                 if !table.columns.contains_key(column) {
-                    diff.columns_only_in_right.push((name.clone(), column.clone()));
+                    diff.columns_only_in_right
+                        .push((name.clone(), column.clone()));
                 }
             }
         }

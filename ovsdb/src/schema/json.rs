@@ -173,18 +173,25 @@ impl DatabaseSchema {
 
 fn parse_table(name: &str, raw: RawTable) -> Result<TableSchema, SchemaError> {
     if !is_id(name) {
-        return Err(SchemaError::InvalidName { kind: "table", name: name.to_owned() });
+        return Err(SchemaError::InvalidName {
+            kind: "table",
+            name: name.to_owned(),
+        });
     }
     let mut columns = BTreeMap::new();
     for (column, raw_column) in raw.columns {
         if !is_id(&column) || column.starts_with('_') {
-            return Err(SchemaError::InvalidName { kind: "column", name: column });
+            return Err(SchemaError::InvalidName {
+                kind: "column",
+                name: column,
+            });
         }
-        let type_ = parse_column_type(&raw_column.type_).map_err(|reason| SchemaError::InvalidType {
-            table: name.to_owned(),
-            column: column.clone(),
-            reason,
-        })?;
+        let type_ =
+            parse_column_type(&raw_column.type_).map_err(|reason| SchemaError::InvalidType {
+                table: name.to_owned(),
+                column: column.clone(),
+                reason,
+            })?;
         let schema = ColumnSchema {
             name: Arc::from(column.as_str()),
             type_,
@@ -232,12 +239,24 @@ pub(crate) fn parse_column_type(json: &Json) -> Result<ColumnType, String> {
         None => Some(1),
         Some(Json::String(s)) if s == "unlimited" => None,
         Some(Json::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => n.as_u64(),
-        Some(other) => return Err(format!("\"max\" must be a positive integer or \"unlimited\", found {other}")),
+        Some(other) => {
+            return Err(format!(
+                "\"max\" must be a positive integer or \"unlimited\", found {other}"
+            ))
+        }
     };
     if max.is_some_and(|max| max < min) {
-        return Err(format!("\"min\" {min} exceeds \"max\" {}", max.unwrap_or(0)));
+        return Err(format!(
+            "\"min\" {min} exceeds \"max\" {}",
+            max.unwrap_or(0)
+        ));
     }
-    Ok(ColumnType { key, value, min, max })
+    Ok(ColumnType {
+        key,
+        value,
+        min,
+        max,
+    })
 }
 
 fn known_members(obj: &JsonMap<String, Json>, known: &[&str]) -> Result<(), String> {
@@ -260,7 +279,18 @@ fn parse_base_type(json: &Json) -> Result<BaseType, String> {
     };
     known_members(
         obj,
-        &["type", "enum", "minInteger", "maxInteger", "minReal", "maxReal", "minLength", "maxLength", "refTable", "refType"],
+        &[
+            "type",
+            "enum",
+            "minInteger",
+            "maxInteger",
+            "minReal",
+            "maxReal",
+            "minLength",
+            "maxLength",
+            "refTable",
+            "refType",
+        ],
     )?;
     let atom_type = match obj.get("type") {
         Some(Json::String(name)) => atom_type_named(name)?,
@@ -268,23 +298,38 @@ fn parse_base_type(json: &Json) -> Result<BaseType, String> {
     };
     let mut base = BaseType::new(atom_type);
     if let Some(values) = obj.get("enum") {
-        let enum_type = ColumnType { key: BaseType::new(atom_type), value: None, min: 0, max: None };
-        let value = Value::from_json_typed(values, &enum_type).map_err(|e| format!("\"enum\": {e}"))?;
+        let enum_type = ColumnType {
+            key: BaseType::new(atom_type),
+            value: None,
+            min: 0,
+            max: None,
+        };
+        let value =
+            Value::from_json_typed(values, &enum_type).map_err(|e| format!("\"enum\": {e}"))?;
         base.enum_values = value.as_set().cloned();
     }
     let int = |name: &str| -> Result<Option<i64>, String> {
         obj.get(name)
-            .map(|v| v.as_i64().ok_or_else(|| format!("{name:?} must be an integer, found {v}")))
+            .map(|v| {
+                v.as_i64()
+                    .ok_or_else(|| format!("{name:?} must be an integer, found {v}"))
+            })
             .transpose()
     };
     let uint = |name: &str| -> Result<Option<u64>, String> {
         obj.get(name)
-            .map(|v| v.as_u64().ok_or_else(|| format!("{name:?} must be a non-negative integer, found {v}")))
+            .map(|v| {
+                v.as_u64()
+                    .ok_or_else(|| format!("{name:?} must be a non-negative integer, found {v}"))
+            })
             .transpose()
     };
     let real = |name: &str| -> Result<Option<f64>, String> {
         obj.get(name)
-            .map(|v| v.as_f64().ok_or_else(|| format!("{name:?} must be a number, found {v}")))
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| format!("{name:?} must be a number, found {v}"))
+            })
             .transpose()
     };
     base.min_integer = int("minInteger")?;
@@ -296,13 +341,21 @@ fn parse_base_type(json: &Json) -> Result<BaseType, String> {
     base.ref_table = match obj.get("refTable") {
         None => None,
         Some(Json::String(t)) if atom_type == AtomType::Uuid => Some(t.clone()),
-        Some(other) => return Err(format!("\"refTable\" must be a table name on a uuid type, found {other}")),
+        Some(other) => {
+            return Err(format!(
+                "\"refTable\" must be a table name on a uuid type, found {other}"
+            ))
+        }
     };
     base.ref_type = match obj.get("refType") {
         None => RefType::Strong,
         Some(Json::String(s)) if s == "strong" => RefType::Strong,
         Some(Json::String(s)) if s == "weak" => RefType::Weak,
-        Some(other) => return Err(format!("\"refType\" must be \"strong\" or \"weak\", found {other}")),
+        Some(other) => {
+            return Err(format!(
+                "\"refType\" must be \"strong\" or \"weak\", found {other}"
+            ))
+        }
     };
     Ok(base)
 }
@@ -329,7 +382,10 @@ fn table_to_json(table: &TableSchema) -> Json {
         t.insert("isRoot".into(), Json::Bool(true));
     }
     if !table.indexes.is_empty() {
-        t.insert("indexes".into(), serde_json::to_value(&table.indexes).unwrap_or_default());
+        t.insert(
+            "indexes".into(),
+            serde_json::to_value(&table.indexes).unwrap_or_default(),
+        );
     }
     Json::Object(t)
 }

@@ -128,10 +128,16 @@ impl BaseType {
     /// Checks one atom against this base type (type, enum, range, length).
     pub fn check_atom(&self, atom: &Atom) -> Result<(), ValueError> {
         if atom.atom_type() != self.atom_type {
-            return Err(ValueError::TypeMismatch { expected: self.atom_type, found: atom.to_string() });
+            return Err(ValueError::TypeMismatch {
+                expected: self.atom_type,
+                found: atom.to_string(),
+            });
         }
         if !enum_allows(self, atom) {
-            let allowed = self.enum_values.as_ref().map(|e| Value::Set(e.clone()).to_json());
+            let allowed = self
+                .enum_values
+                .as_ref()
+                .map(|e| Value::Set(e.clone()).to_json());
             return Err(ValueError::NotInEnum {
                 value: atom.to_string(),
                 allowed: allowed.unwrap_or_default().to_string(),
@@ -139,8 +145,14 @@ impl BaseType {
         }
         match atom {
             Atom::Integer(i) => {
-                if self.min_integer.is_some_and(|min| *i < min) || self.max_integer.is_some_and(|max| *i > max) {
-                    return Err(ValueError::IntegerOutOfRange { value: *i, min: self.min_integer, max: self.max_integer });
+                if self.min_integer.is_some_and(|min| *i < min)
+                    || self.max_integer.is_some_and(|max| *i > max)
+                {
+                    return Err(ValueError::IntegerOutOfRange {
+                        value: *i,
+                        min: self.min_integer,
+                        max: self.max_integer,
+                    });
                 }
             }
             Atom::Real(r) => {
@@ -148,12 +160,18 @@ impl BaseType {
                     || self.min_real.is_some_and(|min| *r < min)
                     || self.max_real.is_some_and(|max| *r > max);
                 if outside {
-                    return Err(ValueError::RealOutOfRange { value: *r, min: self.min_real, max: self.max_real });
+                    return Err(ValueError::RealOutOfRange {
+                        value: *r,
+                        min: self.min_real,
+                        max: self.max_real,
+                    });
                 }
             }
             Atom::String(s) => {
                 let length = s.chars().count() as u64;
-                if self.min_length.is_some_and(|min| length < min) || self.max_length.is_some_and(|max| length > max) {
+                if self.min_length.is_some_and(|min| length < min)
+                    || self.max_length.is_some_and(|max| length > max)
+                {
                     return Err(ValueError::StringLength {
                         value: s.clone(),
                         length,
@@ -174,7 +192,11 @@ impl ColumnType {
         self.check_atoms(value)?;
         let length = value.len() as u64;
         if length < self.min || self.max.is_some_and(|max| length > max) {
-            return Err(ValueError::Size { length, min: self.min, max: self.max });
+            return Err(ValueError::Size {
+                length,
+                min: self.min,
+                max: self.max,
+            });
         }
         Ok(())
     }
@@ -188,8 +210,14 @@ impl ColumnType {
                 self.key.check_atom(k)?;
                 value_type.check_atom(v)
             }),
-            (Value::Set(_), Some(_)) => Err(ValueError::KindMismatch { expected: "map", found: "set" }),
-            (Value::Map(_), None) => Err(ValueError::KindMismatch { expected: "set", found: "map" }),
+            (Value::Set(_), Some(_)) => Err(ValueError::KindMismatch {
+                expected: "map",
+                found: "set",
+            }),
+            (Value::Map(_), None) => Err(ValueError::KindMismatch {
+                expected: "set",
+                found: "map",
+            }),
         }
     }
 }
@@ -197,19 +225,30 @@ impl ColumnType {
 impl TableSchema {
     /// Checks one column's value; `column` may be `_uuid`/`_version`.
     pub fn validate_value(&self, column: &str, value: &Value) -> Result<(), ValidationError> {
-        let schema = self.column(column).ok_or_else(|| ValidationError::UnknownColumn {
-            table: self.name.to_string(),
-            column: column.to_owned(),
-        })?;
-        schema.type_.check_value(value).map_err(|reason| self.invalid(column, value, reason))
+        let schema = self
+            .column(column)
+            .ok_or_else(|| ValidationError::UnknownColumn {
+                table: self.name.to_string(),
+                column: column.to_owned(),
+            })?;
+        schema
+            .type_
+            .check_value(value)
+            .map_err(|reason| self.invalid(column, value, reason))
     }
 
     /// Checks every column of a row (columns left out are fine: they take defaults).
     pub fn validate_row(&self, row: &Row) -> Result<(), ValidationError> {
-        row.iter().try_for_each(|(column, value)| self.validate_value(column, value))
+        row.iter()
+            .try_for_each(|(column, value)| self.validate_value(column, value))
     }
 
-    pub(crate) fn invalid(&self, column: &str, value: &Value, reason: ValueError) -> ValidationError {
+    pub(crate) fn invalid(
+        &self,
+        column: &str,
+        value: &Value,
+        reason: ValueError,
+    ) -> ValidationError {
         ValidationError::InvalidValue {
             table: self.name.to_string(),
             column: column.to_owned(),
@@ -223,7 +262,9 @@ impl DatabaseSchema {
     /// A table, or [`ValidationError::UnknownTable`].
     pub fn require_table(&self, table: &str) -> Result<&TableSchema, ValidationError> {
         self.table(table)
-            .ok_or_else(|| ValidationError::UnknownTable { table: table.to_owned() })
+            .ok_or_else(|| ValidationError::UnknownTable {
+                table: table.to_owned(),
+            })
     }
 
     /// Checks a row of `table`.
@@ -232,7 +273,12 @@ impl DatabaseSchema {
     }
 
     /// Checks one value of `table.column`.
-    pub fn validate_value(&self, table: &str, column: &str, value: &Value) -> Result<(), ValidationError> {
+    pub fn validate_value(
+        &self,
+        table: &str,
+        column: &str,
+        value: &Value,
+    ) -> Result<(), ValidationError> {
         self.require_table(table)?.validate_value(column, value)
     }
 }

@@ -190,7 +190,10 @@ pub(super) enum Tagged {
 }
 
 /// Reads the second element of `["uuid",s]` / `["named-uuid",s]` after the tag.
-pub(super) fn finish_id<'de, A: SeqAccess<'de>>(tag: &str, seq: &mut A) -> Result<Tagged, A::Error> {
+pub(super) fn finish_id<'de, A: SeqAccess<'de>>(
+    tag: &str,
+    seq: &mut A,
+) -> Result<Tagged, A::Error> {
     let text: Text<'de> = seq
         .next_element()?
         .ok_or_else(|| de::Error::custom(format!("[\"{tag}\", ...] lacks its string")))?;
@@ -214,7 +217,8 @@ pub(super) fn end_of_pair<'de, A: SeqAccess<'de>>(seq: &mut A, tag: &str) -> Res
 }
 
 pub(super) fn int_from_u64<E: de::Error>(v: u64) -> Result<i64, E> {
-    i64::try_from(v).map_err(|_| E::custom(format!("integer {v} is out of the 64-bit signed range")))
+    i64::try_from(v)
+        .map_err(|_| E::custom(format!("integer {v} is out of the 64-bit signed range")))
 }
 
 /// Untyped atom visitor.
@@ -423,7 +427,8 @@ impl<'de> Visitor<'de> for ValueVisitor {
                 )))
             }
         };
-        let value = value.ok_or_else(|| de::Error::custom(format!("[{:?}] lacks its elements", tag.as_str())))?;
+        let value = value
+            .ok_or_else(|| de::Error::custom(format!("[{:?}] lacks its elements", tag.as_str())))?;
         end_of_pair(&mut seq, tag.as_str())?;
         Ok(value)
     }
@@ -445,9 +450,9 @@ impl<'de> Visitor<'de> for RowVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Row, A::Error> {
         let mut row = Row::new();
         while let Some(column) = map.next_key::<Text<'de>>()? {
-            let value: Value = map.next_value().map_err(|e| {
-                de::Error::custom(format!("column {}: {e}", column.as_str()))
-            })?;
+            let value: Value = map
+                .next_value()
+                .map_err(|e| de::Error::custom(format!("column {}: {e}", column.as_str())))?;
             row.insert_arc(Arc::from(column.as_str()), value);
         }
         Ok(row)

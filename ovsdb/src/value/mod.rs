@@ -22,7 +22,7 @@
 //! schema is at hand.
 
 mod atom;
-mod json;
+pub(crate) mod json;
 mod row;
 mod typed;
 

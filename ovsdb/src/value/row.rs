@@ -27,7 +27,11 @@ impl Row {
     }
 
     /// Sets a column; returns the previous value.
-    pub fn insert(&mut self, column: impl Into<Arc<str>>, value: impl Into<Value>) -> Option<Value> {
+    pub fn insert(
+        &mut self,
+        column: impl Into<Arc<str>>,
+        value: impl Into<Value>,
+    ) -> Option<Value> {
         self.columns.insert(column.into(), value.into())
     }
 

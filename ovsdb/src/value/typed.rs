@@ -134,7 +134,11 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0.value {
             Some(v) => write!(f, "map of {} to {}", self.0.key.atom_type, v.atom_type),
-            None => write!(f, "{} or set of {}", self.0.key.atom_type, self.0.key.atom_type),
+            None => write!(
+                f,
+                "{} or set of {}",
+                self.0.key.atom_type, self.0.key.atom_type
+            ),
         }
     }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
@@ -169,7 +173,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
                 let elements = MapElements(self.key(), AtomSeed(value_type.atom_type));
                 seq.next_element_seed(elements)?.map(Value::Map)
             }
-            ("set", None) => seq.next_element_seed(SetElements(self.key()))?.map(Value::Set),
+            ("set", None) => seq
+                .next_element_seed(SetElements(self.key()))?
+                .map(Value::Set),
             (tag @ ("uuid" | "named-uuid"), None) if ty.key.atom_type == AtomType::Uuid => {
                 let atom = match finish_id(tag, &mut seq)? {
                     Tagged::Uuid(u) => Atom::Uuid(u),
@@ -222,12 +228,13 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
         let mut row = Row::new();
         while let Some(name) = map.next_key::<Text<'de>>()? {
             let name = name.as_str();
-            let in_column = |e: A::Error| {
-                de::Error::custom(format!("column {}.{}: {e}", self.0.name, name))
-            };
+            let in_column =
+                |e: A::Error| de::Error::custom(format!("column {}.{}: {e}", self.0.name, name));
             match self.0.column(name) {
                 Some(column) => {
-                    let value = map.next_value_seed(ValueSeed(&column.type_)).map_err(in_column)?;
+                    let value = map
+                        .next_value_seed(ValueSeed(&column.type_))
+                        .map_err(in_column)?;
                     row.insert_arc(column.name.clone(), value);
                 }
                 None => {
@@ -242,7 +249,10 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
 
 impl Value {
     /// Decodes wire JSON of a column of type `ty`.
-    pub fn from_json_typed(json: &serde_json::Value, ty: &ColumnType) -> Result<Value, DecodeError> {
+    pub fn from_json_typed(
+        json: &serde_json::Value,
+        ty: &ColumnType,
+    ) -> Result<Value, DecodeError> {
         Ok(ValueSeed(ty).deserialize(json)?)
     }
 
@@ -264,7 +274,10 @@ impl Atom {
 
 impl Row {
     /// Decodes a JSON object as a row of `table`.
-    pub fn from_json_typed(json: &serde_json::Value, table: &TableSchema) -> Result<Row, DecodeError> {
+    pub fn from_json_typed(
+        json: &serde_json::Value,
+        table: &TableSchema,
+    ) -> Result<Row, DecodeError> {
         Ok(RowSeed(table).deserialize(json)?)
     }
 
