@@ -21,3 +21,8 @@ pub mod rpc;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod codegen;
+
+pub use cache::{Store, Writer};
+pub use operation::{Condition, Mutation, Operation, OperationResult, TransactError};
+pub use schema::{DatabaseSchema, ValidationError};
+pub use value::{Atom, Datum, Map, NamedUuid, Row, Set, Uuid, Value};
