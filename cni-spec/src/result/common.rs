@@ -32,6 +32,13 @@ impl Dns {
     }
 }
 
+/// Reads an empty DNS object as absent, so parsing what we emit gives the same value.
+pub(crate) fn non_empty_dns<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Dns>, D::Error> {
+    Ok(Option::<Dns>::deserialize(deserializer)?.filter(|d| !d.is_empty()))
+}
+
 /// Skips an absent or empty DNS object when serializing.
 pub(crate) fn dns_is_empty(dns: &Option<Dns>) -> bool {
     dns.as_ref().is_none_or(Dns::is_empty)

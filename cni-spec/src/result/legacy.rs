@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use super::common::{dns_is_empty, Dns, Route};
+use super::common::{dns_is_empty, non_empty_dns, Dns, Route};
 use crate::version::CniVersion;
 
 /// A 0.1.0 or 0.2.0 result.
@@ -26,7 +26,11 @@ pub struct LegacyResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip6: Option<LegacyIpConfig>,
     /// DNS settings.
-    #[serde(default, skip_serializing_if = "dns_is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "dns_is_empty",
+        deserialize_with = "non_empty_dns"
+    )]
     pub dns: Option<Dns>,
 }
 

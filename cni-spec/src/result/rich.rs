@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use super::common::{dns_is_empty, Dns, IpFamily, Route};
+use super::common::{dns_is_empty, non_empty_dns, Dns, IpFamily, Route};
 use crate::version::CniVersion;
 
 /// A 0.3.0, 0.3.1 or 0.4.0 result.
@@ -32,7 +32,11 @@ pub struct RichResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
     /// DNS settings.
-    #[serde(default, skip_serializing_if = "dns_is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "dns_is_empty",
+        deserialize_with = "non_empty_dns"
+    )]
     pub dns: Option<Dns>,
 }
 

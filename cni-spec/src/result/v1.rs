@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use super::common::{dns_is_empty, Dns, Route};
+use super::common::{dns_is_empty, non_empty_dns, Dns, Route};
 use crate::version::CniVersion;
 
 /// A 1.0.0 or 1.1.0 result; plugins usually build this one and let the skeleton convert.
@@ -32,7 +32,11 @@ pub struct V1Result {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
     /// DNS settings.
-    #[serde(default, skip_serializing_if = "dns_is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "dns_is_empty",
+        deserialize_with = "non_empty_dns"
+    )]
     pub dns: Option<Dns>,
 }
 
