@@ -1,1 +1,183 @@
-//! (being written)
+//! The networked OVSDB client (tokio): unix and TCP remotes, a list of remotes,
+//! request multiplexing, monitors feeding the replica [`crate::cache`], locks, echo
+//! probes and reconnection to the leader of a cluster.
+//!
+//! # Model
+//!
+//! A [`Client`] is a cheap, cloneable handle. One background task owns the connection:
+//! it writes requests (numbered with integer ids, many in flight at once), routes replies
+//! back to the callers, answers the server's `echo` probes, sends its own when the
+//! server has been silent for [`ClientOptions::probe_interval`], and applies monitor
+//! updates to their caches **before** it delivers any later reply. Because
+//! ovsdb-server sends the updates caused by a transaction before the transaction's
+//! reply, a [`Client::transact`] that returns `Ok` has already been reflected in every
+//! cache monitoring the touched tables.
+//!
+//! # Reconnection and clusters
+//!
+//! When the connection drops, or the server stops qualifying (see
+//! [`ClientOptions::database`]: leader, connected, current Raft index), the task moves to
+//! the next remote with exponential backoff, re-runs the `_Server` check and resumes
+//! every monitor with `monitor_cond_since` from the last transaction id it saw. A
+//! clustered server answers `found=true` and sends only what changed; a standalone
+//! server always answers `found=false` with a zero id, and the cache is rebuilt from the
+//! full initial contents.
+//!
+//! A request written on a connection that then dropped is **never re-sent**: a
+//! `transact` fails with [`Error::OutcomeUnknown`], anything else with
+//! [`Error::ConnectionLost`]. Requests issued while disconnected wait for the next
+//! connection. Dropping a pending request's future forgets it and sends the server a
+//! `cancel` notification (ovsdb-server only answers canceled requests on sessions that
+//! called `set_db_change_aware(true)`, which this client does by default).
+
+mod conn;
+mod driver;
+mod error;
+mod handle;
+mod monitor;
+mod monitor_handle;
+mod remote;
+mod server;
+
+use std::time::Duration;
+
+pub use error::Error;
+pub use handle::{Client, PendingRequest};
+pub use monitor::{MonitorMethod, MonitorRequest};
+pub use monitor_handle::Monitor;
+pub use remote::{InvalidRemote, Remote};
+
+/// How a [`Client`] connects and behaves; build with [`ClientOptions::new`] and its
+/// `with_*` methods, then [`Client::connect_with`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// Servers to use, tried in order; the client stays on one until it fails.
+    pub remotes: Vec<Remote>,
+    /// The database whose `_Server.Database` row decides whether a server is usable
+    /// (leader, connected, schema present, Raft index not going backwards). `None`
+    /// accepts any server that answers.
+    pub database: Option<String>,
+    /// Use only the cluster leader (the default). `false` allows followers, which serve
+    /// reads and monitors locally but forward every write to the leader (slow under load).
+    pub leader_only: bool,
+    /// Send `set_db_change_aware(true)` on each connection (the default), so that
+    /// canceled requests are answered and schema conversions do not drop the session.
+    pub db_change_aware: bool,
+    /// Send an `echo` after this much silence from the server, and reconnect if that is
+    /// not answered within the same time. `None` disables probing.
+    pub probe_interval: Option<Duration>,
+    /// First delay between rounds of reconnection attempts; doubles up to `backoff_max`.
+    pub backoff_min: Duration,
+    /// Largest delay between rounds of reconnection attempts.
+    pub backoff_max: Duration,
+    /// Bound on connecting to one remote and setting up the session there.
+    pub connect_timeout: Duration,
+    /// Largest message accepted from the server.
+    pub max_message_len: usize,
+}
+
+impl ClientOptions {
+    /// Options for a list of remotes (`unix:PATH`, `tcp:HOST:PORT`) with the defaults:
+    /// leader only, db-change-aware, 5 s probes, backoff 100 ms..5 s, 5 s connect timeout,
+    /// 64 MiB messages.
+    pub fn new<S: AsRef<str>>(remotes: impl IntoIterator<Item = S>) -> Result<Self, InvalidRemote> {
+        let mut parsed = Vec::new();
+        for remote in remotes {
+            parsed.extend(Remote::parse_list(remote.as_ref())?);
+        }
+        if parsed.is_empty() {
+            return Err(InvalidRemote {
+                remote: String::new(),
+                reason: "no remote given",
+            });
+        }
+        Ok(ClientOptions {
+            remotes: parsed,
+            database: None,
+            leader_only: true,
+            db_change_aware: true,
+            probe_interval: Some(Duration::from_secs(5)),
+            backoff_min: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+            max_message_len: crate::codec::DEFAULT_MAX_MESSAGE_LEN,
+        })
+    }
+
+    /// Checks servers through `_Server.Database` for `database`.
+    pub fn with_database(mut self, database: impl Into<String>) -> Self {
+        self.database = Some(database.into());
+        self
+    }
+
+    /// Allows (`false`) or forbids (`true`, default) cluster followers.
+    pub fn with_leader_only(mut self, leader_only: bool) -> Self {
+        self.leader_only = leader_only;
+        self
+    }
+
+    /// Whether to declare db-change-awareness on each connection.
+    pub fn with_db_change_aware(mut self, aware: bool) -> Self {
+        self.db_change_aware = aware;
+        self
+    }
+
+    /// Sets or disables the inactivity probe.
+    pub fn with_probe_interval(mut self, interval: Option<Duration>) -> Self {
+        self.probe_interval = interval;
+        self
+    }
+
+    /// Sets the reconnection backoff range.
+    pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff_min = min;
+        self.backoff_max = max.max(min);
+        self
+    }
+
+    /// Sets the per-remote connect and set-up timeout.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the largest accepted message.
+    pub fn with_max_message_len(mut self, len: usize) -> Self {
+        self.max_message_len = len;
+        self
+    }
+}
+
+/// Something that happened on the session, for observers ([`Client::events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A connection was set up and accepted (monitors already resumed).
+    Connected {
+        /// The remote, e.g. `tcp:127.0.0.1:6641`.
+        remote: String,
+    },
+    /// The connection was lost or abandoned; the client reconnects.
+    Disconnected {
+        /// The remote.
+        remote: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server granted a lock we had been waiting for (`locked` notification).
+    Locked {
+        /// The lock's name.
+        lock: String,
+    },
+    /// Another session stole a lock we held (`stolen` notification).
+    Stolen {
+        /// The lock's name.
+        lock: String,
+    },
+    /// The server canceled a monitor (`monitor_canceled`, e.g. its database was removed).
+    MonitorCanceled {
+        /// The monitor id.
+        monitor: String,
+    },
+}

@@ -26,3 +26,7 @@ pub use cache::{Store, Writer};
 pub use operation::{Condition, Mutation, Operation, OperationResult, TransactError};
 pub use schema::{DatabaseSchema, ValidationError};
 pub use value::{Atom, Datum, Map, NamedUuid, Row, Set, Uuid, Value};
+pub use codec::{DecodeError as FrameDecodeError, Deframer, FrameError, JsonFramer};
+pub use rpc::{Message, MessageError, RpcError};
+#[cfg(feature = "client")]
+pub use client::{Client, ClientOptions, Error as ClientError, Event, Monitor, MonitorMethod, MonitorRequest, Remote};

@@ -1,0 +1,348 @@
+//! [`Client`]: the handle callers use, and [`PendingRequest`], a cancellable reply.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::{sleep, Instant};
+
+use super::conn::Conn;
+use super::driver::{Command, Driver};
+use super::error::Error;
+use super::monitor::Monitors;
+use super::server::ServerWatch;
+use super::{ClientOptions, Event};
+use crate::operation::{Operation, OperationResult, TransactReply};
+use crate::rpc::params_to_raw;
+use crate::schema::DatabaseSchema;
+
+/// A connection to an OVSDB server (or cluster); cheap to clone. The session ends when
+/// the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub(super) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(super) struct Inner {
+    pub commands: mpsc::UnboundedSender<Command>,
+    pub ids: Arc<AtomicU64>,
+    pub events: broadcast::Sender<Event>,
+    pub schemas: Mutex<HashMap<String, Arc<DatabaseSchema>>>,
+    pub monitors: Monitors,
+    pub options: Arc<ClientOptions>,
+}
+
+impl Client {
+    /// Connects to a comma-separated list of remotes with default options.
+    pub async fn connect(remotes: &str) -> Result<Client, Error> {
+        Client::connect_with(ClientOptions::new([remotes])?).await
+    }
+
+    /// Connects with explicit options: tries the remotes in turn (with backoff) until one
+    /// is accepted or [`ClientOptions::connect_timeout`] has passed.
+    pub async fn connect_with(options: ClientOptions) -> Result<Client, Error> {
+        let options = Arc::new(options);
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let (events, _) = broadcast::channel(256);
+        let ids = Arc::new(AtomicU64::new(1));
+        let monitors = Monitors::default();
+        let mut driver = Driver {
+            options: options.clone(),
+            commands: receiver,
+            ids: ids.clone(),
+            events: events.clone(),
+            monitors: monitors.clone(),
+            server: ServerWatch::default(),
+            min_index: 0,
+            next_remote: 0,
+        };
+        let conn = first_connection(&mut driver).await?;
+        tokio::spawn(driver.run(conn));
+        Ok(Client {
+            inner: Arc::new(Inner {
+                commands,
+                ids,
+                events,
+                schemas: Mutex::new(HashMap::new()),
+                monitors,
+                options,
+            }),
+        })
+    }
+
+    /// The options this client was built with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// Session events: connects, disconnects, lock grants and steals, canceled monitors.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    pub(super) fn next_id(&self) -> u64 {
+        self.inner.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(super) fn send(&self, command: Command) -> Result<(), Error> {
+        self.inner.commands.send(command).map_err(|_| Error::Closed)
+    }
+
+    /// Sends any request (escape hatch for methods without a wrapper) and returns a
+    /// future for its raw result. `params` is written as given (always an array).
+    pub fn request<P: serde::Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> PendingRequest {
+        self.request_raw(method, params_to_raw(params), method == "transact")
+    }
+
+    fn request_raw(&self, method: &str, params: Box<RawValue>, transact: bool) -> PendingRequest {
+        let id = self.next_id();
+        let (reply, rx) = oneshot::channel();
+        let sent = self.send(Command::Call {
+            id,
+            method: method.to_owned(),
+            params,
+            transact,
+            reply,
+        });
+        PendingRequest {
+            id,
+            rx,
+            commands: sent.is_ok().then(|| self.inner.commands.clone()),
+            done: false,
+        }
+    }
+
+    /// Calls `method` and parses its result as JSON.
+    pub async fn call(&self, method: &str, params: Vec<Value>) -> Result<Value, Error> {
+        let raw = self.request(method, &params).await?;
+        serde_json::from_str(raw.get()).map_err(|e| Error::bad_reply(method, e))
+    }
+
+    /// Sends a notification (a request with `"id": null`; no reply).
+    pub fn notify(&self, method: &str, params: Vec<Value>) -> Result<(), Error> {
+        self.send(Command::Notify {
+            method: method.to_owned(),
+            params: params_to_raw(&params),
+        })
+    }
+
+    /// Cancels a pending request: its future resolves to [`Error::Canceled`] and the
+    /// server gets a `cancel` notification. Dropping a [`PendingRequest`] does the same.
+    pub async fn cancel(&self, id: u64) -> Result<(), Error> {
+        let (done, rx) = oneshot::channel();
+        self.send(Command::Cancel {
+            id,
+            reply: Some(done),
+        })?;
+        rx.await.map_err(|_| Error::Closed)
+    }
+
+    /// `list_dbs`: the databases the server serves (always including `_Server`).
+    pub async fn list_dbs(&self) -> Result<Vec<String>, Error> {
+        let raw = self.request("list_dbs", &json!([])).await?;
+        serde_json::from_str(raw.get()).map_err(|e| Error::bad_reply("list_dbs", e))
+    }
+
+    /// `get_schema`: the schema of `database`, fetched once per client and cached.
+    pub async fn get_schema(&self, database: &str) -> Result<Arc<DatabaseSchema>, Error> {
+        if let Some(schema) = self.cached_schema(database) {
+            return Ok(schema);
+        }
+        let raw = self.request("get_schema", &json!([database])).await?;
+        let schema = DatabaseSchema::from_json_str(raw.get())
+            .map_err(|e| Error::bad_reply("get_schema", e))?;
+        let schema = Arc::new(schema);
+        self.lock_schemas()
+            .insert(database.to_owned(), schema.clone());
+        Ok(schema)
+    }
+
+    fn cached_schema(&self, database: &str) -> Option<Arc<DatabaseSchema>> {
+        self.lock_schemas().get(database).cloned()
+    }
+
+    fn lock_schemas(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<DatabaseSchema>>> {
+        self.inner
+            .schemas
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `transact`: runs `operations` atomically on `database`.
+    ///
+    /// Returns one result per operation, or [`Error::Transact`] naming the failed
+    /// operation (or the commit) and the server's error. If the connection drops before
+    /// the reply the result is [`Error::OutcomeUnknown`]; the transaction is not re-sent.
+    /// When it returns `Ok`, monitors of this client already reflect the transaction.
+    pub async fn transact(
+        &self,
+        database: &str,
+        operations: &[Operation],
+    ) -> Result<Vec<OperationResult>, Error> {
+        let schema = self.get_schema(database).await?;
+        let raw = self.transact_request(database, operations).await?;
+        let reply = TransactReply::from_str(raw.get(), operations, Some(&schema))
+            .map_err(|e| Error::bad_reply("transact", e))?;
+        Ok(reply.into_result()?)
+    }
+
+    /// Sends a `transact` and returns the pending raw reply, whose [`PendingRequest::id`]
+    /// can be given to [`Client::cancel`] (useful for a blocking `wait`). Decode the
+    /// result with [`TransactReply::from_str`].
+    pub fn transact_request(&self, database: &str, operations: &[Operation]) -> PendingRequest {
+        self.request_raw(
+            "transact",
+            params_to_raw(&TransactParams {
+                database,
+                operations,
+            }),
+            true,
+        )
+    }
+
+    /// `echo`: the server returns `params` unchanged.
+    pub async fn echo(&self, params: Vec<Value>) -> Result<Vec<Value>, Error> {
+        let raw = self.request("echo", &params).await?;
+        serde_json::from_str(raw.get()).map_err(|e| Error::bad_reply("echo", e))
+    }
+
+    /// `set_db_change_aware` for the current session. The client already sends
+    /// `true` on each connection unless [`ClientOptions::db_change_aware`] is off.
+    pub async fn set_db_change_aware(&self, aware: bool) -> Result<(), Error> {
+        self.request("set_db_change_aware", &json!([aware]))
+            .await
+            .map(drop)
+    }
+
+    /// `lock`: `true` if the lock was granted now; otherwise the server queues the
+    /// request and later sends `locked` ([`Event::Locked`]).
+    pub async fn lock(&self, lock: &str) -> Result<bool, Error> {
+        self.lock_method("lock", lock).await
+    }
+
+    /// `steal`: takes the lock from its owner (which gets `stolen`); always `true`.
+    pub async fn steal(&self, lock: &str) -> Result<bool, Error> {
+        self.lock_method("steal", lock).await
+    }
+
+    /// `unlock`: releases the lock or drops the queued request.
+    pub async fn unlock(&self, lock: &str) -> Result<(), Error> {
+        self.request("unlock", &json!([lock])).await.map(drop)
+    }
+
+    async fn lock_method(&self, method: &str, lock: &str) -> Result<bool, Error> {
+        let raw = self.request(method, &json!([lock])).await?;
+        #[derive(serde::Deserialize)]
+        struct Locked {
+            locked: bool,
+        }
+        let reply: Locked =
+            serde_json::from_str(raw.get()).map_err(|e| Error::bad_reply(method, e))?;
+        Ok(reply.locked)
+    }
+}
+
+/// `[database, op, op, ...]` without copying the operations into a `Vec<Value>`.
+struct TransactParams<'a> {
+    database: &'a str,
+    operations: &'a [Operation],
+}
+
+impl serde::Serialize for TransactParams<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.operations.len() + 1))?;
+        seq.serialize_element(self.database)?;
+        for op in self.operations {
+            seq.serialize_element(op)?;
+        }
+        seq.end()
+    }
+}
+
+async fn first_connection(driver: &mut Driver) -> Result<Conn, Error> {
+    let deadline = Instant::now() + driver.options.connect_timeout;
+    let mut backoff = driver.options.backoff_min;
+    let mut last_reason = String::new();
+    loop {
+        for _ in 0..driver.options.remotes.len() {
+            match driver.connect_next().await {
+                Ok(conn) => return Ok(conn),
+                Err(reason) => last_reason = reason,
+            }
+        }
+        if Instant::now() + backoff > deadline {
+            let remotes: Vec<String> = driver
+                .options
+                .remotes
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            return Err(Error::NoServer {
+                remotes: remotes.join(","),
+                last_reason,
+            });
+        }
+        sleep(backoff).await;
+        backoff = (backoff * 2).min(driver.options.backoff_max);
+    }
+}
+
+/// The reply to a request in flight. Resolves to the raw JSON result; dropping it before
+/// it resolves cancels the request (see [`Client::cancel`]).
+#[derive(Debug)]
+pub struct PendingRequest {
+    id: u64,
+    rx: oneshot::Receiver<Result<Box<RawValue>, Error>>,
+    commands: Option<mpsc::UnboundedSender<Command>>,
+    done: bool,
+}
+
+impl PendingRequest {
+    /// The JSON-RPC id of the request.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Future for PendingRequest {
+    type Output = Result<Box<RawValue>, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.commands.is_none() {
+            self.done = true;
+            return Poll::Ready(Err(Error::Closed));
+        }
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(outcome) => {
+                self.done = true;
+                Poll::Ready(outcome.unwrap_or(Err(Error::Closed)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for PendingRequest {
+    fn drop(&mut self) {
+        if !self.done {
+            if let Some(commands) = &self.commands {
+                let _ = commands.send(Command::Cancel {
+                    id: self.id,
+                    reply: None,
+                });
+            }
+        }
+    }
+}
