@@ -68,6 +68,10 @@ pub fn merge_patch(target: &Value, patch: &Value) -> Value {
 }
 
 /// RFC 6902 JSON patch; a failed operation (including `test`) is a 422.
+///
+/// Like kube-apiserver (evanphx/json-patch), a `test` for `null` passes when
+/// the path does not exist: kube-rs's finalizer helper relies on it
+/// (`test /metadata/finalizers == null` before adding the first finalizer).
 pub fn json_patch(
     target: &Value,
     patch: &Value,
@@ -77,12 +81,19 @@ pub fn json_patch(
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
     let mut doc = target.clone();
-    json_patch::patch(&mut doc, &ops).map_err(|e| {
-        let mut err = ApiError::invalid(kind, name, "patch", e.to_string());
-        err.message =
-            format!("the server rejected our request due to an error in our request: {e}");
-        err
-    })?;
+    for op in ops.0 {
+        if let json_patch::PatchOperation::Test(test) = &op {
+            if test.value.is_null() && doc.pointer(test.path.as_str()).is_none_or(Value::is_null) {
+                continue;
+            }
+        }
+        json_patch::patch(&mut doc, &[op]).map_err(|e| {
+            let mut err = ApiError::invalid(kind, name, "patch", e.to_string());
+            err.message =
+                format!("the server rejected our request due to an error in our request: {e}");
+            err
+        })?;
+    }
     Ok(doc)
 }
 
@@ -107,6 +118,12 @@ mod tests {
         let patch = json!([{"op": "test", "path": "/metadata/finalizers/0", "value": "b"}]);
         let err = json_patch(&target, &patch, "ConfigMap", "x").unwrap_err();
         assert_eq!(err.reason, Reason::Invalid);
+        let absent = json!([{"op": "test", "path": "/metadata/labels", "value": null},
+                            {"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]);
+        assert_eq!(
+            json_patch(&target, &absent, "ConfigMap", "x").unwrap()["metadata"]["labels"]["a"],
+            "b"
+        );
         let ok = json!([{"op": "remove", "path": "/metadata/finalizers/0"}]);
         assert_eq!(
             json_patch(&target, &ok, "ConfigMap", "x").unwrap(),

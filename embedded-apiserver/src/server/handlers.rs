@@ -1,9 +1,9 @@
 //! Request dispatch: route, resolve the resource type, call the store.
 
-use super::discovery;
 use super::response::{error_response, json_response, text_response, watch_response, Body};
 use super::route::{parse_path, parse_query, ResourcePath, Route};
 use super::Shared;
+use super::{discovery, openapi};
 use crate::error::{ApiError, Reason};
 use crate::patch::PatchType;
 use crate::registry::ResourceType;
@@ -65,6 +65,12 @@ impl ApiRequest {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
+        if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
+            return Err(ApiError::new(
+                Reason::UnsupportedMediaType,
+                format!("the body of the request was in an unsupported format {:?}: this server only speaks JSON", self.content_type),
+            ));
+        }
         serde_json::from_slice(&self.body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
     }
@@ -290,6 +296,10 @@ fn discovery_response(
         Route::Group(g) => discovery::group(registry, &g).ok_or_else(|| not_served(&req.path))?,
         Route::Resources(g, v) => {
             discovery::resources(registry, &g, &v).ok_or_else(|| not_served(&req.path))?
+        }
+        Route::OpenApiIndex => openapi::index(registry),
+        Route::OpenApiDocument(key) => {
+            openapi::document(registry, &key).ok_or_else(|| not_served(&req.path))?
         }
         Route::Resource(_) | Route::Unknown => return Err(not_served(&req.path)),
     };

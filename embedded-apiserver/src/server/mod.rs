@@ -4,6 +4,7 @@
 
 mod discovery;
 mod handlers;
+mod openapi;
 mod response;
 mod route;
 

@@ -47,7 +47,11 @@ pub enum Route {
     Resources(String, String),
     /// A resource or object.
     Resource(ResourcePath),
-    /// Anything else (including `/openapi/*`, which clients treat as optional).
+    /// `/openapi/v3`
+    OpenApiIndex,
+    /// `/openapi/v3/{api/v1 | apis/G/V}`
+    OpenApiDocument(String),
+    /// Anything else (including `/openapi/v2`, which kubectl treats as optional).
     Unknown,
 }
 
@@ -107,6 +111,8 @@ pub fn parse_path(path: &str) -> Route {
         ["apis", g] => Route::Group(g.to_string()),
         ["apis", g, v] => Route::Resources(g.to_string(), v.to_string()),
         ["apis", g, v, rest @ ..] => resource(g, v, rest),
+        ["openapi", "v3"] => Route::OpenApiIndex,
+        ["openapi", "v3", rest @ ..] => Route::OpenApiDocument(rest.join("/")),
         _ => Route::Unknown,
     }
 }
