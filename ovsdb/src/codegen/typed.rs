@@ -11,16 +11,21 @@
 //! holding their default) decodes to the Rust default, which matches OVSDB's
 //! defaults (empty string, 0, false, empty set/map).
 
+#[cfg(feature = "client")]
+mod client;
 mod column;
 mod compat;
 mod datum;
 mod ops;
+mod store;
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 pub use crate::value::{Atom, Row, Uuid, Value};
+#[cfg(feature = "client")]
+pub use client::{DbError, TypedClient};
 pub use column::{Clause, Column, Function, MutationSpec, Mutator, Where};
 pub use compat::{compare_schemas, Compat, CompatError, TypeMismatch};
 pub use datum::{Atomic, Datum};
@@ -28,6 +33,7 @@ pub use ops::{
     delete, insert, mutate, select, update, wait, Delete, Insert, Mutate, OpError, Select, TypedOp,
     Update, Wait,
 };
+pub use store::{column_index, index_name, name_index, TypedStore};
 
 /// A table of a generated model.
 ///
@@ -43,6 +49,9 @@ pub trait Table: Sized + Clone + fmt::Debug + Default + PartialEq + Send + Sync 
     const COLUMNS: &'static [&'static str];
     /// Unique indexes of the schema.
     const INDEXES: &'static [&'static [&'static str]];
+    /// The implicit `_uuid` column, for generic code (generated structs also
+    /// have an inherent `ROW_UUID`).
+    const ROW_UUID_COLUMN: Column<Self, RowId<Self>> = Column::new("_uuid");
 
     /// Every column with its value.
     fn to_columns(&self) -> ColumnValues;

@@ -1,0 +1,125 @@
+//! [`NbClient`]: the northbound database, replicated, with typed transactions.
+
+use std::time::Duration;
+
+use ovsdb::client::Client;
+use ovsdb::codegen::typed::{column_index, name_index, Stored, Table, TypedClient, TypedStore};
+
+use crate::txn::NbTxn;
+use crate::{
+    generated, AddressSet, GatewayChassis, LoadBalancer, LogicalRouter, LogicalRouterPort,
+    LogicalSwitch, LogicalSwitchPort, NbError, PortGroup,
+};
+
+/// The `OVN_Northbound` database: a replica of every table (lookups by name
+/// through client-side indexes) and transactions built with [`NbTxn`].
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), ovn_nb::NbError> {
+/// let nb = ovn_nb::NbClient::connect("unix:/run/ovn/ovnnb_db.sock").await?;
+/// let mut txn = nb.txn();
+/// txn.may_exist().ls_add("ls1")?;
+/// txn.may_exist().lsp_add("ls1", "pod1")?;
+/// txn.lsp_set_addresses("pod1", ["00:00:00:00:00:01 10.0.0.2"])?;
+/// nb.commit(txn).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct NbClient {
+    db: TypedClient,
+}
+
+/// The client-side indexes the northbound operations look rows up with.
+fn indexes() -> Vec<ovsdb::cache::IndexSpec> {
+    vec![
+        name_index::<LogicalSwitch>(),
+        name_index::<LogicalSwitchPort>(),
+        name_index::<LogicalRouter>(),
+        name_index::<LogicalRouterPort>(),
+        name_index::<PortGroup>(),
+        name_index::<AddressSet>(),
+        name_index::<LoadBalancer>(),
+        name_index::<GatewayChassis>(),
+        column_index::<LogicalSwitch>("ports"),
+        column_index::<LogicalRouter>("ports"),
+    ]
+}
+
+impl NbClient {
+    /// Connects to `remotes` (comma-separated `unix:`/`tcp:`/`ssl:`), checks the
+    /// schema and replicates the database.
+    pub async fn connect(remotes: &str) -> Result<NbClient, NbError> {
+        let client = Client::connect(remotes)
+            .await
+            .map_err(ovsdb::codegen::typed::DbError::from)?;
+        NbClient::with_client(client).await
+    }
+
+    /// Uses an already connected client.
+    pub async fn with_client(client: Client) -> Result<NbClient, NbError> {
+        let db = TypedClient::connect(
+            client,
+            generated::DATABASE,
+            generated::SCHEMA_JSON,
+            generated::TABLES,
+            indexes(),
+        )
+        .await?;
+        Ok(NbClient { db })
+    }
+
+    /// A new transaction reading this client's replica.
+    pub fn txn(&self) -> NbTxn<'_> {
+        NbTxn::new(self.db.store())
+    }
+
+    /// Commits a transaction; when this returns, the replica shows its effects.
+    pub async fn commit(
+        &self,
+        txn: NbTxn<'_>,
+    ) -> Result<Vec<ovsdb::operation::OperationResult>, NbError> {
+        Ok(self.db.transact(txn.into_ops()).await?)
+    }
+
+    /// The replica.
+    pub fn store(&self) -> &TypedStore {
+        self.db.store()
+    }
+
+    /// The typed database handle (schema compatibility, raw transactions).
+    pub fn db(&self) -> &TypedClient {
+        &self.db
+    }
+
+    /// The row of `T` named `name`, if any (through the name index).
+    pub fn by_name<T: Table>(&self, name: &str) -> Result<Option<Stored<T>>, NbError> {
+        Ok(self.store().by_name::<T>(name)?.into_iter().next())
+    }
+
+    /// The ports of switch `ls`.
+    pub fn ls_ports(&self, ls: &str) -> Result<Vec<Stored<LogicalSwitchPort>>, NbError> {
+        let sw = self
+            .by_name::<LogicalSwitch>(ls)?
+            .ok_or_else(|| NbError::NotFound {
+                table: LogicalSwitch::TABLE_NAME,
+                name: ls.to_string(),
+            })?;
+        let mut out = Vec::new();
+        for id in &sw.ports {
+            if let Some(row) = self.store().get(*id)? {
+                out.push(Stored { id: *id, row });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Waits until a row of `T` satisfies `predicate`, up to `timeout`.
+    pub async fn wait_for<T: Table>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        predicate: impl FnMut(&T) -> bool,
+    ) -> Result<Stored<T>, NbError> {
+        Ok(self.db.wait_for(what, timeout, predicate).await?)
+    }
+}
