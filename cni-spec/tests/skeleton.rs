@@ -85,9 +85,18 @@ fn version_lists_all() {
     assert_eq!(info.known_versions(), ALL_VERSIONS.to_vec());
 }
 
+/// (what, environment, stdin, expected code, expected message part)
+type BadCase = (
+    &'static str,
+    HashMap<String, String>,
+    String,
+    ErrorCode,
+    &'static str,
+);
+
 #[test]
 fn bad_input_gets_the_reference_codes() {
-    let cases: Vec<(&str, HashMap<String, String>, String, ErrorCode, &str)> = vec![
+    let cases: Vec<BadCase> = vec![
         (
             "unknown version",
             env("ADD"),
