@@ -4,6 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use cni_spec::version::ResultLayout;
 use cni_spec::{
     CniError, CniResult, Dns, Interface, IpConfig, NetworkConfigList, PluginConfig, Route,
     V1Result, ALL_VERSIONS,
@@ -94,6 +95,112 @@ fn v1_result() -> impl Strategy<Value = V1Result> {
         })
 }
 
+/// The fuzz target's property (fuzz/fuzz_targets/parse.rs): whatever parses re-emits to
+/// JSON that parses back equal, also after conversion to every version.
+fn check_parse_properties(data: &[u8]) {
+    if let Ok(result) = CniResult::from_slice(data) {
+        let again = CniResult::from_slice(result.to_json().as_bytes()).expect("re-parse");
+        assert_eq!(again, result);
+        for version in ALL_VERSIONS {
+            match result.convert_to(version) {
+                Ok(converted) => {
+                    let back = CniResult::from_slice(converted.to_json().as_bytes()).unwrap();
+                    assert_eq!(back, converted);
+                }
+                Err(_) => assert_eq!(version.result_layout(), ResultLayout::Legacy),
+            }
+        }
+    }
+    if let Ok(list) = NetworkConfigList::from_slice(data) {
+        let bytes = serde_json::to_vec(&list).unwrap();
+        assert_eq!(NetworkConfigList::from_slice(&bytes).unwrap(), list);
+    }
+    if let Ok(conf) = PluginConfig::from_slice(data) {
+        assert_eq!(PluginConfig::from_slice(&conf.to_bytes()).unwrap(), conf);
+    }
+    if let Ok(err) = serde_json::from_slice::<CniError>(data) {
+        assert_eq!(
+            serde_json::from_str::<CniError>(&err.to_json()).unwrap(),
+            err
+        );
+    }
+}
+
+/// JSON built from the spec's own keys and plausible values, so the parsers get past the
+/// first brace far more often than with random bytes.
+fn cni_like_json() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let keys = prop::sample::select(vec![
+        "cniVersion",
+        "cniVersions",
+        "name",
+        "type",
+        "plugins",
+        "ips",
+        "ip4",
+        "ip6",
+        "ip",
+        "address",
+        "gateway",
+        "version",
+        "interface",
+        "interfaces",
+        "routes",
+        "dst",
+        "gw",
+        "dns",
+        "nameservers",
+        "mtu",
+        "sandbox",
+        "prevResult",
+        "ipam",
+        "disableCheck",
+        "disableGC",
+        "capabilities",
+        "runtimeConfig",
+        "args",
+        "code",
+        "msg",
+        "details",
+        "x",
+    ]);
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        prop::sample::select(vec![
+            "0.1.0",
+            "0.2.0",
+            "0.3.0",
+            "0.3.1",
+            "0.4.0",
+            "1.0.0",
+            "1.1.0",
+            "9.9.9",
+            "",
+            "4",
+            "6",
+            "10.0.0.2/24",
+            "fd00::2/64",
+            "10.0.0.1",
+            "0.0.0.0/0",
+            "::/0",
+            "net1",
+            "true",
+            "eth0",
+        ])
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
+                Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+            }),
+        ]
+    })
+}
+
 proptest! {
     #[test]
     fn results_round_trip_at_every_version(result in v1_result()) {
@@ -101,7 +208,7 @@ proptest! {
         for version in ALL_VERSIONS {
             let Ok(converted) = result.convert_to(version) else {
                 // Only the legacy layout can refuse (no address at all).
-                prop_assert!(version.result_layout() == cni_spec::version::ResultLayout::Legacy);
+                prop_assert!(version.result_layout() == ResultLayout::Legacy);
                 continue;
             };
             let reparsed = CniResult::from_slice(converted.to_json().as_bytes()).unwrap();
@@ -129,10 +236,14 @@ proptest! {
     }
 
     #[test]
-    fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-        let _ = CniResult::from_slice(&bytes);
-        let _ = NetworkConfigList::from_slice(&bytes);
-        let _ = PluginConfig::from_slice(&bytes);
-        let _ = serde_json::from_slice::<CniError>(&bytes);
+    fn arbitrary_bytes_parse_or_fail_cleanly(
+        bytes in proptest::collection::vec(any::<u8>(), 0..256),
+    ) {
+        check_parse_properties(&bytes);
+    }
+
+    #[test]
+    fn cni_like_json_round_trips(value in cni_like_json()) {
+        check_parse_properties(value.to_string().as_bytes());
     }
 }
