@@ -118,6 +118,41 @@ pub fn split_group_version(gv: &str) -> (&str, &str) {
     }
 }
 
+const NS: bool = true;
+const CLUSTER: bool = false;
+const STATUS: bool = true;
+const NO_STATUS: bool = false;
+
+/// (apiVersion, plural, kind, namespaced, has /status, short names)
+type BuiltinRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    bool,
+    &'static [&'static str],
+);
+
+#[rustfmt::skip]
+const BUILTIN: &[BuiltinRow] = &[
+    ("v1", "namespaces", "Namespace", CLUSTER, STATUS, &["ns"]),
+    ("v1", "pods", "Pod", NS, STATUS, &["po"]),
+    ("v1", "nodes", "Node", CLUSTER, STATUS, &["no"]),
+    ("v1", "services", "Service", NS, STATUS, &["svc"]),
+    ("v1", "endpoints", "Endpoints", NS, NO_STATUS, &["ep"]),
+    ("v1", "configmaps", "ConfigMap", NS, NO_STATUS, &["cm"]),
+    ("v1", "secrets", "Secret", NS, NO_STATUS, &[]),
+    ("v1", "serviceaccounts", "ServiceAccount", NS, NO_STATUS, &["sa"]),
+    ("v1", "events", "Event", NS, NO_STATUS, &["ev"]),
+    ("apps/v1", "deployments", "Deployment", NS, STATUS, &["deploy"]),
+    ("apps/v1", "daemonsets", "DaemonSet", NS, STATUS, &["ds"]),
+    ("apps/v1", "statefulsets", "StatefulSet", NS, STATUS, &["sts"]),
+    ("discovery.k8s.io/v1", "endpointslices", "EndpointSlice", NS, NO_STATUS, &[]),
+    ("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", NS, STATUS, &["netpol"]),
+    ("coordination.k8s.io/v1", "leases", "Lease", NS, NO_STATUS, &[]),
+    ("apiextensions.k8s.io/v1", "customresourcedefinitions", "CustomResourceDefinition", CLUSTER, STATUS, &["crd", "crds"]),
+];
+
 /// All served resource types.
 #[derive(Debug, Clone)]
 pub struct Registry {
@@ -127,74 +162,12 @@ pub struct Registry {
 impl Registry {
     /// The built-in kinds this project uses.
     pub fn builtin() -> Self {
-        use ResourceType as R;
-        let types = vec![
-            R::builtin("v1", "namespaces", "Namespace", false, true, &["ns"]),
-            R::builtin("v1", "pods", "Pod", true, true, &["po"]),
-            R::builtin("v1", "nodes", "Node", false, true, &["no"]),
-            R::builtin("v1", "services", "Service", true, true, &["svc"]),
-            R::builtin("v1", "endpoints", "Endpoints", true, false, &["ep"]),
-            R::builtin("v1", "configmaps", "ConfigMap", true, false, &["cm"]),
-            R::builtin("v1", "secrets", "Secret", true, false, &[]),
-            R::builtin(
-                "v1",
-                "serviceaccounts",
-                "ServiceAccount",
-                true,
-                false,
-                &["sa"],
-            ),
-            R::builtin("v1", "events", "Event", true, false, &["ev"]),
-            R::builtin(
-                "apps/v1",
-                "deployments",
-                "Deployment",
-                true,
-                true,
-                &["deploy"],
-            ),
-            R::builtin("apps/v1", "daemonsets", "DaemonSet", true, true, &["ds"]),
-            R::builtin(
-                "apps/v1",
-                "statefulsets",
-                "StatefulSet",
-                true,
-                true,
-                &["sts"],
-            ),
-            R::builtin(
-                "discovery.k8s.io/v1",
-                "endpointslices",
-                "EndpointSlice",
-                true,
-                false,
-                &[],
-            ),
-            R::builtin(
-                "networking.k8s.io/v1",
-                "networkpolicies",
-                "NetworkPolicy",
-                true,
-                true,
-                &["netpol"],
-            ),
-            R::builtin(
-                "coordination.k8s.io/v1",
-                "leases",
-                "Lease",
-                true,
-                false,
-                &[],
-            ),
-            R::builtin(
-                "apiextensions.k8s.io/v1",
-                "customresourcedefinitions",
-                "CustomResourceDefinition",
-                false,
-                true,
-                &["crd", "crds"],
-            ),
-        ];
+        let types = BUILTIN
+            .iter()
+            .map(|(gv, plural, kind, scope, status, short)| {
+                ResourceType::builtin(gv, plural, kind, *scope == NS, *status == STATUS, short)
+            })
+            .collect();
         Registry { types }
     }
 

@@ -9,7 +9,7 @@ use crate::patch::PatchType;
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::watch::WatchFilter;
-use crate::store::{DeleteOptions, ListOptions, Part, WatchOptions, WriteOptions};
+use crate::store::{DeleteOptions, ListOptions, Part, State, WatchOptions, WriteOptions};
 use bytes::Bytes;
 use http::{header, Method, Request, Response};
 use serde_json::Value;
@@ -117,14 +117,7 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
     let name = path.name.as_deref();
     let (code, value) = match (&req.method, name) {
         (&Method::GET, Some(name)) => (200, state.get(&rt, ns, name)?),
-        (&Method::GET, None) if req.flag("watch") => {
-            let rx = state.watch(watch_options(req, &rt, ns)?)?;
-            let timeout = req
-                .param("timeoutSeconds")
-                .and_then(|t| t.parse().ok())
-                .unwrap_or(1800);
-            return Ok(watch_response(rt, rx, Duration::from_secs(timeout)));
-        }
+        (&Method::GET, None) if req.flag("watch") => return start_watch(&mut state, req, rt, ns),
         (&Method::GET, None) => (200, state.list(&rt, ns, &list_options(req, &rt)?)?),
         (&Method::POST, None) if part == Part::Main => {
             require_namespace(&rt, ns, &req.path)?;
@@ -146,16 +139,7 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
             )
         }
         (&Method::DELETE, Some(name)) => (200, state.delete(&rt, ns, name, &delete_options(req)?)?),
-        (&Method::DELETE, None) => {
-            let list = state.list(&rt, ns, &list_options(req, &rt)?)?;
-            let opts = delete_options(req)?;
-            for item in list["items"].as_array().into_iter().flatten() {
-                let item_ns = item["metadata"]["namespace"].as_str();
-                let item_name = item["metadata"]["name"].as_str().unwrap_or_default();
-                state.delete(&rt, item_ns, item_name, &opts)?;
-            }
-            (200, list)
-        }
+        (&Method::DELETE, None) => (200, delete_collection(&mut state, req, &rt, ns)?),
         _ => {
             return Err(ApiError::new(
                 Reason::MethodNotAllowed,
@@ -167,6 +151,40 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
         }
     };
     Ok(json_response(code, &value))
+}
+
+/// Watch responses are streams: the store queues events on a channel that
+/// the response body drains.
+fn start_watch(
+    state: &mut State,
+    req: &ApiRequest,
+    rt: ResourceType,
+    ns: Option<&str>,
+) -> Result<Response<Body>, ApiError> {
+    let rx = state.watch(watch_options(req, &rt, ns)?)?;
+    let timeout = req
+        .param("timeoutSeconds")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1800);
+    Ok(watch_response(rt, rx, Duration::from_secs(timeout)))
+}
+
+/// DELETE on a collection: deletes what the selectors match, answers the
+/// list of what was matched.
+fn delete_collection(
+    state: &mut State,
+    req: &ApiRequest,
+    rt: &ResourceType,
+    ns: Option<&str>,
+) -> Result<Value, ApiError> {
+    let list = state.list(rt, ns, &list_options(req, rt)?)?;
+    let opts = delete_options(req)?;
+    for item in list["items"].as_array().into_iter().flatten() {
+        let item_ns = item["metadata"]["namespace"].as_str();
+        let item_name = item["metadata"]["name"].as_str().unwrap_or_default();
+        state.delete(rt, item_ns, item_name, &opts)?;
+    }
+    Ok(list)
 }
 
 fn not_served(path: &str) -> ApiError {

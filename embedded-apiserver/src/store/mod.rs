@@ -7,6 +7,7 @@
 //! resourceVersion, every watcher sees every change once, in order" a
 //! property of the data structure rather than of the async code.
 
+mod defaults;
 mod persist;
 pub mod watch;
 mod write;

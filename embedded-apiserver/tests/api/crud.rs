@@ -123,6 +123,17 @@ async fn all_patch_kinds() {
     let env = s.spec.unwrap().containers[0].env.clone().unwrap();
     assert_eq!(env.len(), 2, "env merged by name: {env:?}");
 
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_side_apply_and_status() {
+    let server = server().await;
+    let pods: Api<Pod> = Api::namespaced(server.kube_client().unwrap(), "default");
+    pods.create(&PostParams::default(), &pod("p"))
+        .await
+        .unwrap();
+    let pp = PatchParams::default();
     let apply = PatchParams::apply("test-manager");
     let applied = pods
         .patch(

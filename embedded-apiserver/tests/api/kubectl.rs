@@ -63,6 +63,15 @@ impl Kubectl {
         stderr
     }
 
+    /// `ok` with the arguments split on spaces (none of them contains one).
+    async fn ok_line(&self, line: &str) -> String {
+        self.ok(&line.split(' ').collect::<Vec<_>>()).await
+    }
+
+    async fn fails_line(&self, line: &str) -> String {
+        self.fails(&line.split(' ').collect::<Vec<_>>()).await
+    }
+
     fn file(&self, name: &str, content: &str) -> String {
         let path = self.dir.join(name);
         std::fs::write(&path, content).unwrap();
@@ -158,7 +167,21 @@ async fn kubectl_apply_get_patch_delete() {
     let Some(k) = setup(dir.path(), kubeconfig).await else {
         return;
     };
+    client_side_apply(&k).await;
+    server_side_apply(&k).await;
+    crd_and_objects(&k).await;
+    label_annotate_patch(&k).await;
+    bad_input(&k).await;
+    for what in ["pod web", "service web", "networkpolicy deny-all"] {
+        k.ok_line(&format!("delete {what} -n demo")).await;
+        let err = k.fails_line(&format!("get {what} -n demo")).await;
+        assert!(err.contains("NotFound"), "{err}");
+    }
+    k.ok_line("delete subnet ovn-default").await;
+    server.shutdown().await;
+}
 
+async fn client_side_apply(k: &Kubectl) {
     let workload = k.file("workload.yaml", WORKLOAD);
     let out = k.ok(&["apply", "-f", &workload]).await;
     for line in [
@@ -171,78 +194,49 @@ async fn kubectl_apply_get_patch_delete() {
     }
     let again = k.ok(&["apply", "-f", &workload]).await;
     assert!(again.contains("pod/web unchanged"), "{again}");
-    let changed = k.file(
-        "workload2.yaml",
-        &WORKLOAD.replace("image: nginx:1", "image: nginx:2"),
-    );
+    let changed = WORKLOAD.replace("image: nginx:1", "image: nginx:2");
+    let changed = k.file("workload2.yaml", &changed);
     let out = k.ok(&["apply", "-f", &changed]).await;
     assert!(out.contains("pod/web configured"), "{out}");
     let image = k
-        .ok(&[
-            "get",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "-o",
-            "jsonpath={.spec.containers[0].image}",
-        ])
+        .ok_line("get pod web -n demo -o jsonpath={.spec.containers[0].image}")
         .await;
     assert_eq!(image, "nginx:2");
-
-    let yaml = k
-        .ok(&["get", "service", "web", "-n", "demo", "-o", "yaml"])
-        .await;
+    let yaml = k.ok_line("get service web -n demo -o yaml").await;
     assert!(
         yaml.contains("kind: Service") && yaml.contains("name: web"),
         "{yaml}"
     );
+}
 
-    // Server-side apply, then a conflicting one from another manager.
-    let cm = k.file(
-        "cm.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: demo}\ndata: {k: v1}\n",
-    );
-    let out = k.ok(&["apply", "--server-side", "-f", &cm]).await;
+async fn server_side_apply(k: &Kubectl) {
+    let cm = |v: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ssa, namespace: demo}}\ndata: {{k: {v}}}\n")
+    };
+    let first = k.file("cm.yaml", &cm("v1"));
+    let out = k.ok(&["apply", "--server-side", "-f", &first]).await;
     assert!(out.contains("configmap/ssa serverside-applied"), "{out}");
-    let cm2 = k.file(
-        "cm2.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: demo}\ndata: {k: v2}\n",
-    );
-    let err = k
-        .fails(&[
-            "apply",
-            "--server-side",
-            "--field-manager=other",
-            "-f",
-            &cm2,
-        ])
-        .await;
-    assert!(err.contains("conflict"), "{err}");
-    k.ok(&[
+    let second = k.file("cm2.yaml", &cm("v2"));
+    let other = [
         "apply",
         "--server-side",
         "--field-manager=other",
-        "--force-conflicts",
         "-f",
-        &cm2,
-    ])
-    .await;
+        &second,
+    ];
+    let err = k.fails(&other).await;
+    assert!(err.contains("conflict"), "{err}");
+    k.ok(&[&other[..], &["--force-conflicts"]].concat()).await;
     let managed = k
-        .ok(&[
-            "get",
-            "cm",
-            "ssa",
-            "-n",
-            "demo",
-            "-o",
-            "yaml",
-            "--show-managed-fields",
-        ])
+        .ok_line("get cm ssa -n demo -o yaml --show-managed-fields")
         .await;
-    assert!(managed.contains("manager: other"), "{managed}");
+    assert!(
+        managed.contains("manager: other") && managed.contains("k: v2"),
+        "{managed}"
+    );
+}
 
-    // The CRD, then its objects (a new kind kubectl discovers).
+async fn crd_and_objects(k: &Kubectl) {
     let crd = k.file("crd.yaml", SUBNET_CRD);
     assert!(k.ok(&["apply", "-f", &crd]).await.contains("created"));
     let subnet = k.file("subnet.yaml", SUBNET);
@@ -252,215 +246,125 @@ async fn kubectl_apply_get_patch_delete() {
         "{out}"
     );
     let cidr = k
-        .ok(&[
-            "get",
-            "subnet",
-            "ovn-default",
-            "-o",
-            "jsonpath={.spec.cidrBlock}",
-        ])
+        .ok_line("get subnet ovn-default -o jsonpath={.spec.cidrBlock}")
         .await;
     assert_eq!(cidr, "10.16.0.0/16");
-    k.ok(&[
-        "patch",
-        "subnet",
-        "ovn-default",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"gateway":"10.16.0.254"}}"#,
-    ])
-    .await;
+    k.ok_line(r#"patch subnet ovn-default --type=merge -p {"spec":{"gateway":"10.16.0.254"}}"#)
+        .await;
+    let gw = k
+        .ok_line("get subnet ovn-default -o jsonpath={.spec.gateway}")
+        .await;
+    assert_eq!(gw, "10.16.0.254");
+    // Custom resources have no strategic merge patch, as in kube-apiserver.
     let err = k
-        .fails(&[
-            "patch",
-            "subnet",
-            "ovn-default",
-            "--type=strategic",
-            "-p",
-            r#"{"spec":{"gateway":"x"}}"#,
-        ])
+        .fails_line(r#"patch subnet ovn-default --type=strategic -p {"spec":{"gateway":"x"}}"#)
         .await;
     assert!(
-        err.contains("UnsupportedMediaType")
-            || err.contains("unknown format")
-            || err.contains("strategic"),
+        err.contains("unknown format") || err.contains("UnsupportedMediaType"),
         "{err}"
     );
-
-    label_annotate_patch(&k).await;
-    bad_input(&k).await;
-
-    for (kind, name) in [
-        ("pod", "web"),
-        ("service", "web"),
-        ("networkpolicy", "deny-all"),
-    ] {
-        k.ok(&["delete", kind, name, "-n", "demo"]).await;
-        let err = k.fails(&["get", kind, name, "-n", "demo"]).await;
-        assert!(err.contains("NotFound"), "{err}");
-    }
-    k.ok(&["delete", "subnet", "ovn-default"]).await;
-    server.shutdown().await;
 }
 
 async fn label_annotate_patch(k: &Kubectl) {
-    k.ok(&["label", "pod", "web", "-n", "demo", "tier=front"])
+    k.ok_line("label pod web -n demo tier=front").await;
+    k.ok_line("annotate pod web -n demo note=hello").await;
+    k.ok_line(r#"patch pod web -n demo --type=merge -p {"metadata":{"labels":{"m":"1"}}}"#)
         .await;
-    k.ok(&["annotate", "pod", "web", "-n", "demo", "note=hello"])
+    k.ok_line(r#"patch pod web -n demo --type=json -p [{"op":"add","path":"/metadata/labels/j","value":"2"}]"#)
         .await;
-    k.ok(&[
-        "patch",
-        "pod",
-        "web",
-        "-n",
-        "demo",
-        "--type=merge",
-        "-p",
-        r#"{"metadata":{"labels":{"m":"1"}}}"#,
-    ])
-    .await;
-    k.ok(&[
-        "patch",
-        "pod",
-        "web",
-        "-n",
-        "demo",
-        "--type=json",
-        "-p",
-        r#"[{"op":"add","path":"/metadata/labels/j","value":"2"}]"#,
-    ])
-    .await;
-    k.ok(&[
-        "patch",
-        "pod",
-        "web",
-        "-n",
-        "demo",
-        "--type=strategic",
-        "-p",
-        r#"{"spec":{"containers":[{"name":"app","env":[{"name":"E","value":"3"}]}]}}"#,
-    ])
-    .await;
+    k.ok_line(r#"patch pod web -n demo --type=strategic -p {"spec":{"containers":[{"name":"app","env":[{"name":"E","value":"3"}]}]}}"#)
+        .await;
     let labels = k
-        .ok(&[
-            "get",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "-o",
-            "jsonpath={.metadata.labels}",
-        ])
+        .ok_line("get pod web -n demo -o jsonpath={.metadata.labels}")
         .await;
     for l in [
-        "\"tier\":\"front\"",
-        "\"m\":\"1\"",
-        "\"j\":\"2\"",
-        "\"app\":\"web\"",
+        r#""tier":"front""#,
+        r#""m":"1""#,
+        r#""j":"2""#,
+        r#""app":"web""#,
     ] {
         assert!(labels.contains(l), "{l} missing from {labels}");
     }
     let note = k
-        .ok(&[
-            "get",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "-o",
-            "jsonpath={.metadata.annotations.note}",
-        ])
+        .ok_line("get pod web -n demo -o jsonpath={.metadata.annotations.note}")
         .await;
     assert_eq!(note, "hello");
+    // The strategic patch merged the env into the existing container.
     let containers = k
-        .ok(&[
-            "get",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "-o",
-            "jsonpath={.spec.containers[*].name}/{.spec.containers[0].env[0].name}",
-        ])
+        .ok_line("get pod web -n demo -o jsonpath={.spec.containers[*].name}/{.spec.containers[0].env[0].name}/{.spec.containers[0].image}")
         .await;
-    assert_eq!(containers, "app/E");
-    let listed = k
-        .ok(&[
-            "get",
-            "pods",
-            "-n",
-            "demo",
-            "-l",
-            "tier in (front,back),m",
-            "-o",
-            "name",
-        ])
-        .await;
-    assert_eq!(listed.trim(), "pod/web");
+    assert_eq!(containers, "app/E/nginx:2");
+    let selector = [
+        "get",
+        "pods",
+        "-n",
+        "demo",
+        "-l",
+        "tier in (front,back),m",
+        "-o",
+        "name",
+    ];
+    assert_eq!(k.ok(&selector).await.trim(), "pod/web");
 }
 
 async fn bad_input(k: &Kubectl) {
-    let before = k
-        .ok(&[
-            "get",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "-o",
-            "jsonpath={.metadata.resourceVersion}",
-        ])
+    let rv = "get pod web -n demo -o jsonpath={.metadata.resourceVersion}";
+    let before = k.ok_line(rv).await;
+    let bad_name = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name, namespace: demo}\n";
+    let err = k
+        .fails(&["apply", "-f", &k.file("bad.yaml", bad_name)])
         .await;
-    let bad_name = k.file(
-        "bad.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name, namespace: demo}\n",
-    );
-    let err = k.fails(&["apply", "-f", &bad_name]).await;
     assert!(
         err.contains("Invalid value") && err.contains("RFC 1123"),
         "{err}"
     );
     let err = k
-        .fails(&[
-            "patch",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "--type=json",
-            "-p",
-            r#"[{"op":"test","path":"/metadata/name","value":"other"}]"#,
-        ])
+        .fails_line(r#"patch pod web -n demo --type=json -p [{"op":"test","path":"/metadata/name","value":"other"}]"#)
         .await;
     assert!(
         err.contains("is invalid") && err.contains("did not match"),
         "{err}"
     );
     let err = k
-        .fails(&[
-            "patch",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "--type=merge",
-            "-p",
-            "{not json",
-        ])
+        .fails_line("patch pod web -n demo --type=merge -p {not")
         .await;
     assert!(!err.is_empty());
-    let after = k
-        .ok(&[
-            "get",
-            "pod",
-            "web",
-            "-n",
-            "demo",
-            "-o",
-            "jsonpath={.metadata.resourceVersion}",
-        ])
+    // Raw requests: a body of the wrong kind, and one that is not JSON.
+    let raw = [
+        "create",
+        "--raw",
+        "/api/v1/namespaces/demo/configmaps",
+        "-f",
+    ];
+    let wrong_kind = k.file(
+        "wrong.json",
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#,
+    );
+    let err = k.fails(&[&raw[..], &[wrong_kind.as_str()]].concat()).await;
+    assert!(err.contains("does not match the expected kind"), "{err}");
+    let wrong_version = k.file(
+        "wrongv.json",
+        r#"{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"x"}}"#,
+    );
+    let err = k
+        .fails(&[&raw[..], &[wrong_version.as_str()]].concat())
         .await;
-    assert_eq!(before, after, "failed requests must not change the object");
+    assert!(
+        err.contains("does not match the expected API version"),
+        "{err}"
+    );
+    let garbage = k.file("garbage.json", "{\"metadata\": ");
+    let err = k.fails(&[&raw[..], &[garbage.as_str()]].concat()).await;
+    assert!(
+        err.contains("BadRequest") || err.contains("not valid JSON"),
+        "{err}"
+    );
+    assert!(k.fails_line("get cm x -n demo").await.contains("NotFound"));
+    assert_eq!(
+        before,
+        k.ok_line(rv).await,
+        "failed requests must not change the object"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
