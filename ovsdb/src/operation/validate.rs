@@ -109,7 +109,7 @@ fn check_conditions(table: &TableSchema, conditions: &[Condition]) -> Result<(),
         };
         let ty = known(table, column)?;
         let result = if function.is_ordering() {
-            check_ordering(ty, value)
+            check_ordering(ty, *function, value)
         } else if matches!(function, Function::Equal | Function::NotEqual) {
             ty.check_value(value)
         } else {
@@ -122,15 +122,12 @@ fn check_conditions(table: &TableSchema, conditions: &[Condition]) -> Result<(),
 
 /// `<`, `<=`, `>`, `>=` need an integer or real column of at most one element and a
 /// single-atom operand.
-fn check_ordering(ty: &ColumnType, value: &Value) -> Result<(), ValueError> {
+fn check_ordering(ty: &ColumnType, function: Function, value: &Value) -> Result<(), ValueError> {
     if ty.is_map()
         || !ty.is_single()
         || !matches!(ty.key.atom_type, AtomType::Integer | AtomType::Real)
     {
-        return Err(ValueError::KindMismatch {
-            expected: "integer or real column of at most one element",
-            found: "other column",
-        });
+        return Err(not_applicable(function.as_str(), ty));
     }
     ty.check_atoms(value)?;
     if value.len() != 1 {
@@ -176,6 +173,13 @@ fn check_mutation(table: &TableSchema, mutation: &Mutation) -> Result<(), Valida
     result.map_err(|e| table.invalid(column, value, e))
 }
 
+fn not_applicable(operator: &'static str, ty: &ColumnType) -> ValueError {
+    ValueError::NotApplicable {
+        operator,
+        column_type: crate::schema::json::column_type_to_json(ty).to_string(),
+    }
+}
+
 /// Arithmetic applies to every element of an integer or real set (not maps); the operand
 /// is one atom of the element type. Its range is not checked: only the result is.
 fn check_arithmetic(ty: &ColumnType, mutator: Mutator, value: &Value) -> Result<(), ValueError> {
@@ -185,10 +189,7 @@ fn check_arithmetic(ty: &ColumnType, mutator: Mutator, value: &Value) -> Result<
         _ => false,
     };
     if ty.is_map() || !numeric {
-        return Err(ValueError::KindMismatch {
-            expected: "integer or real set",
-            found: "other column",
-        });
+        return Err(not_applicable(mutator.as_str(), ty));
     }
     match value.as_atom() {
         Some(atom) if atom.atom_type() == ty.key.atom_type => Ok(()),

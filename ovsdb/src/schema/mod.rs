@@ -15,7 +15,7 @@
 //! not listed in `columns` but [`TableSchema::column`] knows them.
 
 mod compare;
-mod json;
+pub(crate) mod json;
 mod server;
 mod validate;
 

@@ -67,6 +67,15 @@ pub enum ValueError {
         /// `maxLength`.
         max: Option<u64>,
     },
+    /// A condition function or mutator that does not apply to the column's type (ordering
+    /// and arithmetic need integer or real columns).
+    #[error("{operator} does not apply to a column of type {column_type}")]
+    NotApplicable {
+        /// The function or mutator, as on the wire.
+        operator: &'static str,
+        /// The column type (schema JSON).
+        column_type: String,
+    },
     /// A set or map with too few or too many elements.
     #[error("{length} elements, allowed {min}..={}", bound(.max))]
     Size {
