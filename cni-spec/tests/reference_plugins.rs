@@ -470,3 +470,52 @@ fn add_twice_fails_and_releases_the_lease() {
     rt.del_network_list(&list, &att).unwrap();
     assert_detached(&ns, &container_address(&first), &data_dir, &network);
 }
+
+/// CHECK really looks: with the address removed from the container it fails with our
+/// plugin's code; DEL still succeeds after the namespace is gone (DEL is idempotent).
+#[test]
+fn check_notices_a_removed_address_and_del_survives_a_lost_netns() {
+    if !privileged() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = tag();
+    let octet = octet();
+    let ns = Netns::new(&tag);
+    let network = format!("cschk-{tag}");
+    let data_dir = tmp.path().join("ipam");
+    let list = json!({"cniVersion": "1.0.0", "name": network, "plugins": [
+        {"type": "cni-spec-veth", "ipam": host_local(octet, &data_dir)}]});
+    let list = NetworkConfigList::from_slice(list.to_string().as_bytes()).unwrap();
+    let rt = runtime(&tmp.path().join("cache"));
+    let att = attachment(&ns, octet);
+    let result = rt.add_network_list(&list, &att).unwrap();
+    let host = HostLink(host_side(&result));
+    rt.check_network_list(&list, &att).unwrap();
+
+    let address = container_address(&result);
+    let out = ip(&["-n", &ns.name, "addr", "del", &address, "dev", "eth0"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = rt.check_network_list(&list, &att).unwrap_err();
+    let RuntimeError::Plugin {
+        source, command, ..
+    } = err
+    else {
+        panic!("expected a plugin error")
+    };
+    assert_eq!(command, "CHECK");
+    let cni = source.to_cni_error();
+    assert_eq!(cni.code, ErrorCode::Plugin(100));
+    assert_eq!(cni.msg, "address missing on interface");
+    assert_eq!(cni.details, format!("{address} on eth0"));
+
+    drop(ns);
+    rt.del_network_list(&list, &att).unwrap();
+    rt.del_network_list(&list, &att).unwrap();
+    assert!(
+        !host_link_exists(&host.0),
+        "host side of the veth left behind"
+    );
+    let ip_only = address.split('/').next().unwrap();
+    assert!(!data_dir.join(&network).join(ip_only).exists());
+}
