@@ -172,6 +172,16 @@ pub fn exec_plugin(
     if !stderr.is_empty() {
         tracing::debug!(binary = %binary.display(), %stderr, "plugin stderr");
     }
+    interpret_output(binary, status, stdout, stderr)
+}
+
+/// Exit 0: stdout is the answer. Otherwise stdout must hold an error object.
+fn interpret_output(
+    binary: &Path,
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: String,
+) -> Result<Vec<u8>, ExecError> {
     if status.success() {
         return Ok(stdout);
     }
