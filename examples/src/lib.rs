@@ -7,3 +7,4 @@
 
 pub mod dbctl;
 pub mod nbctl;
+pub mod vsctl;

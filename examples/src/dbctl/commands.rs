@@ -340,15 +340,15 @@ fn cmd_get(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         let ckv = parse_ckv(arg, &table, &[])?;
         let datum = row.get(&ckv.column.name);
         if let Some(key) = ckv.key {
-            let Some(vt) = &ckv.column.ty.value else {
+            let Some(_) = &ckv.column.ty.value else {
                 bail!(
                     "cannot specify key to get for non-map column {}",
                     ckv.column.name
                 );
             };
             let k = atom_from_string(&ckv.column.ty.key, &key, &mut ctx.symtab)?;
+            // `get` prints the text form even under --bare, as db-ctl-base does.
             match datum.get(&k) {
-                Some(v) if ctx.bare => ctx.out.push_str(&v.to_bare()),
                 Some(v) => ctx.out.push_str(&v.to_text()),
                 None if must_exist => bail!(
                     "no key \"{key}\" in {} record \"{}\" column {}",
@@ -358,9 +358,6 @@ fn cmd_get(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
                 ),
                 None => {}
             }
-            let _ = vt;
-        } else if ctx.bare {
-            ctx.out.push_str(&datum.to_bare());
         } else {
             ctx.out.push_str(&datum.to_text(&ckv.column.ty));
         }

@@ -532,8 +532,12 @@ impl Datum {
             if let Some(vt) = &ty.value {
                 p = p.trim_start();
                 let Some(rest) = p.strip_prefix('=') else {
-                    let at = p.chars().next().map(String::from).unwrap_or_default();
-                    bail!("{s}: syntax error at \"{at}\" expecting \"=\"");
+                    // C prints the offending byte with "%c"; at the end of the string that
+                    // is a NUL, which cuts the message short.
+                    match p.chars().next() {
+                        Some(at) => bail!("{s}: syntax error at \"{at}\" expecting \"=\""),
+                        None => bail!("{s}: syntax error at \""),
+                    }
                 };
                 let (tok, rest) = parse_token(rest.trim_start())?;
                 values.push(atom_from_string(vt, &tok, symtab)?);

@@ -1,6 +1,11 @@
 //! `ovn-nbctl`, re-made: the OVN Northbound database's command-line tool, with the real
 //! tool's syntax and output (`ovn-nbctl(8)`), on top of [`crate::dbctl`].
 
+pub mod acl;
+pub mod addr;
+pub mod lb;
+pub mod nat;
+pub mod router;
 pub mod show;
 pub mod switch;
 
@@ -81,7 +86,11 @@ fn dispatch(ctx: &mut Ctx, cmd: &Command) -> Result<bool> {
     if cmd.name == "init" || cmd.name == "sync" {
         return Ok(true);
     }
-    switch::run(ctx, cmd)
+    Ok(switch::run(ctx, cmd)?
+        || router::run(ctx, cmd)?
+        || nat::run(ctx, cmd)?
+        || lb::run(ctx, cmd)?
+        || acl::run(ctx, cmd)?)
 }
 
 /// The tool description `main()` runs.

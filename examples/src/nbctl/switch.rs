@@ -4,6 +4,7 @@
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
 use crate::dbctl::datum::{Atom, Datum};
+use crate::dbctl::order::{smap_iter_pairs, smap_sorted_values};
 use anyhow::{bail, Result};
 use std::net::IpAddr;
 
@@ -156,7 +157,7 @@ fn ls_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 /// `ls-list`/`lr-list`: `UUID (name)` lines sorted by name.
 pub fn list_named(ctx: &mut Ctx, cmd: &Command, table: &str) -> Result<()> {
     check_args(cmd, 0, 0)?;
-    let mut lines: Vec<(String, String)> = ctx
+    let lines: Vec<(String, String)> = ctx
         .db
         .rows(table)?
         .iter()
@@ -167,9 +168,7 @@ pub fn list_named(ctx: &mut Ctx, cmd: &Command, table: &str) -> Result<()> {
             )
         })
         .collect();
-    lines.sort();
-    lines.dedup_by(|a, b| a.0 == b.0); // smap keyed by name keeps one entry per name
-    ctx.out.extend(lines.into_iter().map(|(_, l)| l));
+    ctx.out.extend(smap_sorted_values(lines));
     Ok(())
 }
 
@@ -259,9 +258,7 @@ fn lsp_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             ));
         }
     }
-    lines.sort();
-    lines.dedup_by(|a, b| a.0 == b.0);
-    ctx.out.extend(lines.into_iter().map(|(_, l)| l));
+    ctx.out.extend(smap_sorted_values(lines));
     Ok(())
 }
 
@@ -427,9 +424,13 @@ fn lsp_get_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 1)?;
     let lsp = lsp_get(ctx, &cmd.args[0], true)?.expect("must_exist");
     let row = ctx.db.row(LSP, &lsp)?.clone();
-    for (k, v) in row.get("options").pairs() {
-        ctx.out
-            .push_str(&format!("{}={}\n", k.to_bare(), v.to_bare()));
+    for (k, v) in smap_iter_pairs(string_pairs(row.get("options"))) {
+        ctx.out.push_str(&format!("{k}={v}\n"));
     }
     Ok(())
+}
+
+/// A string map's pairs as plain strings.
+pub fn string_pairs(d: &Datum) -> Vec<(String, String)> {
+    d.pairs().map(|(k, v)| (k.to_bare(), v.to_bare())).collect()
 }
