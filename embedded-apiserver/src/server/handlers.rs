@@ -267,6 +267,7 @@ fn watch_options(
 fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions {
         dry_run: req.param("dryRun") == Some("All"),
+        orphan: req.param("propagationPolicy") == Some("Orphan"),
         ..Default::default()
     };
     if req.body.iter().all(u8::is_ascii_whitespace) {
@@ -282,6 +283,10 @@ fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, ApiError> {
                 "unknown propagationPolicy {policy:?}"
             )));
         }
+        opts.orphan = policy == "Orphan";
+    }
+    if body["orphanDependents"].as_bool() == Some(true) {
+        opts.orphan = true;
     }
     if body["dryRun"]
         .as_array()

@@ -329,3 +329,51 @@ fn list_pages_with_continue() {
     assert_eq!(second["items"][0]["metadata"]["name"], "c");
     assert!(second["metadata"].get("continue").is_none());
 }
+
+#[test]
+fn dependents_are_collected_unless_orphaned() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    let owner = state
+        .create(&cms, Some("default"), cm("owner"), &opts())
+        .unwrap();
+    let uid = owner["metadata"]["uid"].clone();
+    let owned = |name: &str| {
+        let mut o = cm(name);
+        o["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]);
+        o
+    };
+    let child = state
+        .create(&cms, Some("default"), owned("child"), &opts())
+        .unwrap();
+    let mut grandchild = cm("grandchild");
+    grandchild["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "child", "uid": child["metadata"]["uid"]}]);
+    state
+        .create(&cms, Some("default"), grandchild, &opts())
+        .unwrap();
+    let mut rx = state
+        .watch(watch_all(Some(state.resource_version())))
+        .unwrap();
+    state
+        .delete(&cms, Some("default"), "owner", &DeleteOptions::default())
+        .unwrap();
+    let names: Vec<String> = drain(&mut rx).into_iter().map(|e| e.1).collect();
+    assert_eq!(names, vec!["owner", "child", "grandchild"]);
+
+    let owner = state
+        .create(&cms, Some("default"), cm("owner"), &opts())
+        .unwrap();
+    let mut kept = cm("kept");
+    kept["metadata"]["ownerReferences"] = json!([{"uid": owner["metadata"]["uid"]}]);
+    state.create(&cms, Some("default"), kept, &opts()).unwrap();
+    let orphan = DeleteOptions {
+        orphan: true,
+        ..Default::default()
+    };
+    state
+        .delete(&cms, Some("default"), "owner", &orphan)
+        .unwrap();
+    assert!(state.get(&cms, Some("default"), "kept").is_ok());
+}

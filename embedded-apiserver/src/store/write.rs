@@ -44,6 +44,10 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// `propagationPolicy: Orphan`: leave dependents (objects naming this
+    /// one in `ownerReferences`) alone. Otherwise (`Background`, the
+    /// default, or `Foreground`) they are deleted with their owner.
+    pub orphan: bool,
 }
 
 /// Which part of an object a write addresses.
@@ -263,6 +267,9 @@ impl State {
             EventType::Modified
         };
         let stored = self.commit(key, event, new);
+        if event == EventType::Deleted {
+            self.collect_garbage(&stored);
+        }
         Ok(Self::present(rt, &stored))
     }
 
@@ -442,7 +449,47 @@ impl State {
         }
         self.cascade(rt, &old);
         let stored = self.commit(key, EventType::Deleted, (*old).clone());
+        if !opts.orphan {
+            self.collect_garbage(&stored);
+        }
         Ok(Self::present(rt, &stored))
+    }
+
+    /// Deletes the dependents of a deleted object (those whose
+    /// `ownerReferences` name its uid), transitively; dependents with
+    /// finalizers are only marked for deletion. kube-apiserver's garbage
+    /// collector does this asynchronously; here it happens right after the
+    /// owner's DELETED event, so watchers still see the owner go first.
+    fn collect_garbage(&mut self, owner: &Value) {
+        let mut owners: Vec<String> = str_at(owner, "uid").map(String::from).into_iter().collect();
+        while let Some(uid) = owners.pop() {
+            let dependents: Vec<ObjectKey> = self
+                .objects
+                .iter()
+                .filter(|(_, o)| {
+                    o["metadata"]["ownerReferences"]
+                        .as_array()
+                        .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid.as_str()))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in dependents {
+                let Some(obj) = self.objects.get(&key).cloned() else {
+                    continue;
+                };
+                let has_finalizers = obj["metadata"]["finalizers"]
+                    .as_array()
+                    .is_some_and(|f| !f.is_empty());
+                if !has_finalizers {
+                    let gone = self.commit(key, EventType::Deleted, (*obj).clone());
+                    owners.extend(str_at(&gone, "uid").map(String::from));
+                } else if obj["metadata"].get("deletionTimestamp").is_none() {
+                    let mut marked = (*obj).clone();
+                    marked["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+                    self.commit(key, EventType::Modified, marked);
+                }
+            }
+        }
     }
 
     fn cascade(&mut self, rt: &ResourceType, object: &Value) {

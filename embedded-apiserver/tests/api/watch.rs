@@ -168,3 +168,33 @@ async fn watch_from_compacted_version_is_410_expired() {
     }
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn streaming_list_watcher_gets_initial_events_then_changes() {
+    let server = server().await;
+    let cms: Api<ConfigMap> = Api::namespaced(server.kube_client().unwrap(), "default");
+    for n in ["s0", "s1"] {
+        cms.create(&PostParams::default(), &cm(n)).await.unwrap();
+    }
+    let config = watcher::Config::default().streaming_lists();
+    let mut events = watcher(cms.clone(), config).boxed();
+    let mut initial = Vec::new();
+    loop {
+        match within("initial events", events.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            watcher::Event::InitApply(o) => initial.push(o.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(initial, vec!["s0", "s1"]);
+    cms.create(&PostParams::default(), &cm("s2")).await.unwrap();
+    match within("live event", events.next()).await.unwrap().unwrap() {
+        watcher::Event::Apply(o) => assert_eq!(o.metadata.name.as_deref(), Some("s2")),
+        other => panic!("expected Apply, got {other:?}"),
+    }
+    server.shutdown().await;
+}
