@@ -109,7 +109,21 @@ fn bad_input_gets_the_reference_codes() {
             env("ADD"),
             "{\"cniVersion\":".into(),
             ErrorCode::DecodingFailure,
+            "error unmarshalling network config",
+        ),
+        (
+            "broken JSON on CHECK",
+            env("CHECK"),
+            "[1,".into(),
+            ErrorCode::DecodingFailure,
             "decoding version from network config",
+        ),
+        (
+            "missing name wins over unknown version on ADD",
+            env("ADD"),
+            r#"{"cniVersion":"7.7.7","type":"x"}"#.into(),
+            ErrorCode::InvalidNetworkConfig,
+            "missing network name",
         ),
         (
             "CHECK before 0.4.0",

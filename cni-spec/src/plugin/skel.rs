@@ -56,15 +56,24 @@ fn dispatch(plugin: &dyn Plugin, args: &CmdArgs) -> Result<Option<String>, CniEr
         let info = VersionInfo::new(&supported);
         return Ok(Some(serde_json::to_string(&info).expect("serializes")));
     }
-    let version = decode_version(&args.stdin)?;
-    let tag = |e: CniError| e.with_version(version.clone());
-    check_command_allowed(args.command, &version, &supported).map_err(tag)?;
+    // The reference's order: CHECK/STATUS/GC first check the version floor; then the
+    // configuration (6, 7), the container ID and interface name (3, 4), and last whether
+    // the plugin supports the configuration's version (1).
+    let probed = decode_version(&args.stdin);
+    let tag = |e: CniError| match &probed {
+        Ok(v) => e.with_version(v.clone()),
+        Err(_) => e,
+    };
+    if matches!(args.command, Command::Check | Command::Status | Command::Gc) {
+        let version = probed.clone()?;
+        check_floor(args.command, &version).map_err(tag)?;
+    }
     let config = decode_config(&args.stdin).map_err(tag)?;
     if matches!(args.command, Command::Add | Command::Del | Command::Check) {
         validate_container_id(&args.container_id).map_err(|e| tag(e.to_cni_error()))?;
         validate_interface_name(&args.ifname).map_err(|e| tag(e.to_cni_error()))?;
     }
-    let config_version = CniVersion::parse(&version).expect("checked against supported");
+    let config_version = check_supported(&config.cni_version, &supported).map_err(tag)?;
     let output = match args.command {
         Command::Add => {
             let result = plugin.add(args, &config).map_err(tag)?;
@@ -99,38 +108,37 @@ fn decode_version(stdin: &[u8]) -> Result<String, CniError> {
         })
 }
 
-/// The version gate: exact membership in the supported list (error 1), plus the CHECK
-/// (0.4.0) and STATUS/GC (1.1.0) floors.
-fn check_command_allowed(
-    command: Command,
-    version: &str,
-    supported: &[CniVersion],
-) -> Result<(), CniError> {
-    let incompatible = |msg: &str| CniError::new(ErrorCode::IncompatibleCniVersion, msg);
-    let parsed = CniVersion::parse(version).ok();
+/// CHECK needs 0.4.0, STATUS and GC 1.1.0 (error 1). Unknown versions are left to
+/// [`check_supported`].
+fn check_floor(command: Command, version: &str) -> Result<(), CniError> {
     let floor = match command {
-        Command::Check => Some(CniVersion::V0_4_0),
-        Command::Status | Command::Gc => Some(CniVersion::V1_1_0),
-        _ => None,
+        Command::Check => CniVersion::V0_4_0,
+        Command::Status | Command::Gc => CniVersion::V1_1_0,
+        _ => return Ok(()),
     };
-    if let (Some(floor), Some(v)) = (floor, parsed) {
-        if v < floor {
-            return Err(incompatible(&format!(
-                "config version does not allow {}",
-                command.as_str()
-            )));
-        }
+    match CniVersion::parse(version) {
+        Ok(v) if v < floor => Err(CniError::new(
+            ErrorCode::IncompatibleCniVersion,
+            format!("config version does not allow {}", command.as_str()),
+        )),
+        _ => Ok(()),
     }
-    match parsed {
-        Some(v) if supported.contains(&v) => Ok(()),
+}
+
+/// The configuration's version must be one the plugin lists, exactly (error 1).
+fn check_supported(version: &str, supported: &[CniVersion]) -> Result<CniVersion, CniError> {
+    match CniVersion::parse(version) {
+        Ok(v) if supported.contains(&v) => Ok(v),
         _ => {
             let list: Vec<String> = supported.iter().map(|v| format!("\"{v}\"")).collect();
-            Err(
-                incompatible("incompatible CNI versions").with_details(format!(
-                    "config is \"{version}\", plugin supports [{}]",
-                    list.join(" ")
-                )),
+            Err(CniError::new(
+                ErrorCode::IncompatibleCniVersion,
+                "incompatible CNI versions",
             )
+            .with_details(format!(
+                "config is \"{version}\", plugin supports [{}]",
+                list.join(" ")
+            )))
         }
     }
 }
