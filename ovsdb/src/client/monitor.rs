@@ -123,6 +123,9 @@ struct Entry {
     last_txn_id: Option<Uuid>,
     /// Started on some connection: resumed by the session set-up after a reconnect.
     active: bool,
+    /// How many times the server sent the full contents (`found=false` or `monitor_cond`)
+    /// rather than a delta.
+    full_loads: u64,
     schema: Arc<DatabaseSchema>,
     /// The replica this monitor feeds; written only on the client's background task.
     writer: Writer,
@@ -168,6 +171,7 @@ impl Monitors {
                 requests,
                 last_txn_id: None,
                 active: false,
+                full_loads: 0,
                 schema: writer.store().schema().clone(),
                 writer,
             },
@@ -210,6 +214,10 @@ impl Monitors {
         self.lock().entries.get(&key).and_then(|e| e.last_txn_id)
     }
 
+    pub fn full_loads(&self, key: u64) -> u64 {
+        self.lock().entries.get(&key).map_or(0, |e| e.full_loads)
+    }
+
     /// The method and params that (re)start monitor `key`, resuming from its last
     /// transaction id when it has one.
     pub fn start_request(&self, key: u64) -> (&'static str, Value) {
@@ -250,6 +258,7 @@ impl Monitors {
                     .map_err(|e| Error::bad_reply(method, e))?;
                 debug!(monitor = %entry.id, found = reply.found, rows = reply.updates.row_count(), "monitor_cond_since reply");
                 entry.last_txn_id = Some(reply.last_txn_id);
+                entry.full_loads += u64::from(!reply.found);
                 entry.writer.apply_monitor_cond_since(reply)
             }
         };

@@ -94,6 +94,13 @@ impl Monitor {
         self.client.inner.monitors.last_txn_id(self.key)
     }
 
+    /// How many times the server sent this monitor the full contents: once at the start,
+    /// and again after each reconnect that could not resume from the last transaction id
+    /// (always on standalone servers; on clustered servers only if the history is gone).
+    pub fn full_loads(&self) -> u64 {
+        self.client.inner.monitors.full_loads(self.key)
+    }
+
     fn gone(&self) -> Error {
         Error::MonitorGone {
             monitor: format!("m{}", self.key),
