@@ -41,10 +41,22 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Not implemented: authentication/authorization, admission, OpenAPI
-//! documents (`/openapi/*` answers 404; kubectl then skips client-side
-//! validation), protobuf, the aggregated discovery format, garbage collection
-//! by ownerReferences, graceful pod deletion (pods go at once).
+//! # Fidelity notes
+//!
+//! * kubectl: `apply` (client- and server-side), `get` (tables are printed
+//!   client-side), `get -w`, `label`, `annotate`, `patch`, `delete`, `create
+//!   -f`, `create --raw` work. Commands that build objects from typed Go
+//!   clients (`kubectl create configmap|namespace|...`, `kubectl run`) send
+//!   protobuf bodies, which this server answers with 415; use `apply -f`.
+//! * `/openapi/v3` holds only what kubectl needs to hand validation to the
+//!   server (see `server/openapi.rs`); `/openapi/v2` is 404.
+//! * Dependents named by `ownerReferences` are deleted with their owner
+//!   (synchronously, right after the owner) unless `propagationPolicy` is
+//!   `Orphan`. Namespaces and CRDs take their objects with them.
+//! * Not implemented: authentication/authorization, admission, protobuf,
+//!   the aggregated discovery format (kubectl falls back to the legacy
+//!   documents), graceful pod deletion (pods go at once), schema validation
+//!   of custom resources, `resourceVersionMatch` (lists are always current).
 
 pub mod error;
 pub mod patch;

@@ -44,7 +44,7 @@ impl Default for Config {
             state_file: None,
             history_limit: DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(5),
-            flush_interval: Duration::from_millis(200),
+            flush_interval: Duration::from_secs(1),
         }
     }
 }

@@ -77,7 +77,7 @@ pub struct WatchOptions {
 }
 
 /// Default number of changes kept for resuming watches.
-pub const DEFAULT_HISTORY: usize = 100_000;
+pub const DEFAULT_HISTORY: usize = 20_000;
 
 /// The whole state of the server.
 #[derive(Debug)]
@@ -221,21 +221,35 @@ impl State {
         })
     }
 
-    /// LIST, with selectors and `limit`/`continue` paging. The continue
-    /// token is the `namespace/name` of the last returned item.
+    /// LIST, with selectors and `limit`/`continue` paging.
+    ///
+    /// The continue token is `<rv>:<namespace>/<name>`: the resourceVersion
+    /// of the first page and the last key returned. Every page reports that
+    /// first resourceVersion, as kube-apiserver does, so a watch started from
+    /// the last page replays whatever changed while the pages were read
+    /// (nothing is lost; at worst an object shows up twice). A token older
+    /// than the watch history is 410 Expired.
     pub fn list(
         &self,
         rt: &ResourceType,
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<Value, ApiError> {
-        let after = opts
-            .continue_token
-            .as_deref()
-            .map(parse_continue)
-            .transpose()?;
-        let mut items = Vec::new();
-        let mut next = None;
+        let (list_rv, after) = match opts.continue_token.as_deref() {
+            Some(token) => {
+                let (rv, ns_name) = parse_continue(token)?;
+                if rv < self.oldest_watchable {
+                    return Err(ApiError::new(
+                        Reason::Expired,
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                    ));
+                }
+                (rv, Some(ns_name))
+            }
+            None => (self.resource_version, None),
+        };
+        let mut items: Vec<(&ObjectKey, Value)> = Vec::new();
+        let mut more = false;
         for (key, object) in self.scan(rt, ns) {
             if let Some((ans, aname)) = &after {
                 if (key.namespace.as_str(), key.name.as_str()) <= (ans.as_str(), aname.as_str()) {
@@ -246,16 +260,14 @@ impl State {
                 continue;
             }
             if opts.limit > 0 && items.len() == opts.limit {
-                next = items
-                    .last()
-                    .map(|(k, _): &(&ObjectKey, Value)| format!("{}/{}", k.namespace, k.name));
+                more = true;
                 break;
             }
             items.push((key, Self::present(rt, object)));
         }
-        let mut metadata = json!({"resourceVersion": self.resource_version.to_string()});
-        if let Some(token) = next {
-            metadata["continue"] = json!(token);
+        let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+        if let (true, Some((last, _))) = (more, items.last()) {
+            metadata["continue"] = json!(format!("{list_rv}:{}/{}", last.namespace, last.name));
         }
         Ok(json!({
             "kind": format!("{}List", rt.kind),
@@ -358,15 +370,12 @@ impl State {
     }
 }
 
-fn parse_continue(token: &str) -> Result<(String, String), ApiError> {
-    token
-        .split_once('/')
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .ok_or_else(|| {
-            let mut e = ApiError::bad_request(format!("continue key is not valid: {token:?}"));
-            e.reason = Reason::BadRequest;
-            e
-        })
+fn parse_continue(token: &str) -> Result<(u64, (String, String)), ApiError> {
+    let invalid = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
+    let (rv, key) = token.split_once(':').ok_or_else(invalid)?;
+    let rv = rv.parse().map_err(|_| invalid())?;
+    let (ns, name) = key.split_once('/').ok_or_else(invalid)?;
+    Ok((rv, (ns.to_string(), name.to_string())))
 }
 
 #[cfg(test)]
