@@ -47,14 +47,16 @@ fn lr_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     if may_exist && add_duplicate {
         bail!("--may-exist and --add-duplicate may not be used together");
     }
+    let exists = match cmd.args.first() {
+        Some(n) => ctx.db.rows(LR)?.iter().any(|r| r.str("name") == n.as_str()),
+        None => false,
+    };
     match cmd.args.first() {
-        Some(name) if !add_duplicate => {
-            if ctx.db.rows(LR)?.iter().any(|r| r.str("name") == name) {
-                if may_exist {
-                    return Ok(());
-                }
-                bail!("{name}: a router with this name already exists");
+        Some(name) if exists && !add_duplicate => {
+            if may_exist {
+                return Ok(());
             }
+            bail!("{name}: a router with this name already exists");
         }
         None if may_exist => bail!("--may-exist requires specifying a name"),
         None if add_duplicate => bail!("--add-duplicate requires specifying a name"),

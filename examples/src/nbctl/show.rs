@@ -80,7 +80,7 @@ fn gateway_chassis(ctx: &mut Ctx, lrp: &Row) -> Result<Vec<String>> {
             gcs.push((prio, gc.str("chassis_name").to_owned()));
         }
     }
-    gcs.sort_by(|a, b| b.0.cmp(&a.0));
+    gcs.sort_by_key(|g| std::cmp::Reverse(g.0));
     Ok(gcs.into_iter().map(|(_, n)| n).collect())
 }
 

@@ -125,14 +125,16 @@ fn ls_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         bail!("--may-exist and --add-duplicate may not be used together");
     }
     let name = cmd.args.first();
+    let exists = match name {
+        Some(n) => ctx.db.rows(LS)?.iter().any(|r| r.str("name") == n.as_str()),
+        None => false,
+    };
     match name {
-        Some(name) if !add_duplicate => {
-            if ctx.db.rows(LS)?.iter().any(|r| r.str("name") == name) {
-                if may_exist {
-                    return Ok(());
-                }
-                bail!("{name}: a switch with this name already exists");
+        Some(name) if exists && !add_duplicate => {
+            if may_exist {
+                return Ok(());
             }
+            bail!("{name}: a switch with this name already exists");
         }
         None if may_exist => bail!("--may-exist requires specifying a name"),
         None if add_duplicate => bail!("--add-duplicate requires specifying a name"),
