@@ -1,1 +1,17 @@
-//! ovn-sb (work in progress)
+//! Typed `OVN_Southbound` (OVN 23.03 schema 20.27.0) and read helpers for what
+//! the node side watches: chassis and their encapsulations, port bindings
+//! (which chassis a logical port is bound to), datapath bindings, logical
+//! flows and MAC bindings.
+//!
+//! [`SbClient`] replicates the tables of the model with client-side indexes on
+//! the columns looked up by (`Chassis.name`, `Port_Binding.logical_port`,
+//! `Logical_Flow.logical_datapath`, ...), so every helper is an index lookup.
+
+#[rustfmt::skip]
+#[allow(clippy::all)]
+pub mod generated;
+
+mod client;
+
+pub use client::{SbClient, SbError};
+pub use generated::*;

@@ -39,9 +39,9 @@ pub enum DbError {
     Invalid {
         /// Index of the operation in the transaction.
         index: usize,
-        /// What is wrong.
+        /// What is wrong (boxed: validation errors are large).
         #[source]
-        error: ValidationError,
+        error: Box<ValidationError>,
     },
     /// A client-side index could not be declared.
     #[error(transparent)]
@@ -142,7 +142,7 @@ impl TypedClient {
             .map(|op| op.adapt(&self.compat).map(Operation::from))
             .collect::<Result<_, _>>()?;
         validate_all(&ops, &self.schema)
-            .map_err(|(index, error)| DbError::Invalid { index, error })?;
+            .map_err(|(index, error)| DbError::Invalid { index, error: Box::new(error) })?;
         Ok(ops)
     }
 

@@ -76,7 +76,7 @@ impl TypedStore {
     }
 
     /// Number of rows of `T`.
-    pub fn len<T: Table>(&self) -> usize {
+    pub fn row_count<T: Table>(&self) -> usize {
         self.store.len(T::TABLE_NAME)
     }
 
