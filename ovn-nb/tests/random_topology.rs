@@ -10,6 +10,9 @@ use ovn_nb::*;
 use proptest::prelude::*;
 
 /// switch name -> port name -> (mac, ip host byte, port security on)
+/// port name -> (addresses, port_security) as read back
+type PortsRead = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
 type Topology = BTreeMap<String, BTreeMap<String, (u8, u8, bool)>>;
 
 fn topology() -> impl Strategy<Value = Topology> {
