@@ -42,12 +42,7 @@ async fn build(nb: &NbClient, topo: &Topology) -> Result<(), NbError> {
     Ok(())
 }
 
-fn read_back(
-    remote: &str,
-) -> (
-    BTreeSet<String>,
-    BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
-) {
+fn read_back(remote: &str) -> (BTreeSet<String>, PortsRead) {
     let switches = common::nbctl_rows(remote, "Logical_Switch")
         .iter()
         .map(|r| common::atom(&r["name"]))
