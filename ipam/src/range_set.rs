@@ -117,7 +117,7 @@ impl RangeSet {
     }
 
     /// Adds every address of `start..=end`, merging with overlapping and
-    /// adjacent ranges.
+    /// adjacent ranges. Allocation-free apart from the map's own nodes.
     pub fn insert_range(&mut self, start: u128, end: u128) {
         if start > end {
             return;
@@ -125,20 +125,17 @@ impl RangeSet {
         let mut new_start = start;
         let mut new_end = end;
         // A range starting at or before `start` may overlap or touch it.
-        if let Some((s, e)) = self.ranges.range(..=start).next_back() {
+        if let Some((&s, &e)) = self.ranges.range(..=start).next_back() {
             if e.saturating_add(1) >= start {
-                new_start = *s;
-                new_end = new_end.max(*e);
+                new_start = s;
+                new_end = new_end.max(e);
             }
         }
-        // Ranges starting inside `new_start..=end + 1` are swallowed.
+        // Ranges starting inside `new_start..=end + 1` are swallowed. Stored
+        // ranges never touch each other, so none beyond that can touch the
+        // merged range.
         let upper = end.saturating_add(1);
-        let swallowed: Vec<(u128, u128)> = self
-            .ranges
-            .range(new_start..=upper)
-            .map(|(s, e)| (*s, *e))
-            .collect();
-        for (s, e) in swallowed {
+        while let Some((&s, &e)) = self.ranges.range(new_start..=upper).next() {
             self.ranges.remove(&s);
             new_end = new_end.max(e);
         }
@@ -150,22 +147,21 @@ impl RangeSet {
         if start > end {
             return;
         }
-        let mut touched: Vec<(u128, u128)> = Vec::new();
+        // A range starting before `start` keeps its head, and maybe a tail.
         if let Some((s, e)) = self.range_of(start) {
-            touched.push((s, e));
-        }
-        touched.extend(
-            self.ranges
-                .range((Bound::Excluded(start), Bound::Included(end)))
-                .map(|(s, e)| (*s, *e)),
-        );
-        for (s, e) in touched {
-            self.ranges.remove(&s);
             if s < start {
                 self.ranges.insert(s, start - 1);
+                if e > end {
+                    self.ranges.insert(end + 1, e);
+                    return;
+                }
             }
+        }
+        while let Some((&s, &e)) = self.ranges.range(start..=end).next() {
+            self.ranges.remove(&s);
             if e > end {
                 self.ranges.insert(end + 1, e);
+                break;
             }
         }
     }
@@ -289,5 +285,29 @@ mod tests {
         assert!(!a.intersects_range(4, 6));
         assert!(a.contains_range(1, 3));
         assert!(!a.contains_range(1, 4));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn matches_a_plain_set(ops in proptest::collection::vec((0u8..4, 0u128..64, 0u128..8), 1..60)) {
+            let mut set = RangeSet::new();
+            let mut model = std::collections::BTreeSet::new();
+            for (op, start, len) in ops {
+                let end = start + len;
+                match op {
+                    0 => { set.insert_range(start, end); model.extend(start..=end); }
+                    1 => { set.remove_range(start, end); for a in start..=end { model.remove(&a); } }
+                    2 => { proptest::prop_assert_eq!(set.pop_first(), model.pop_first()); }
+                    _ => { proptest::prop_assert_eq!(set.remove(start), model.remove(&start)); }
+                }
+                let stored = ranges(&set);
+                for pair in stored.windows(2) {
+                    proptest::prop_assert!(pair[0].1 + 1 < pair[1].0, "touching ranges {:?}", pair);
+                }
+                let expanded: Vec<u128> = stored.iter().flat_map(|&(s, e)| s..=e).collect();
+                proptest::prop_assert_eq!(expanded, model.iter().copied().collect::<Vec<_>>());
+                proptest::prop_assert_eq!(set.count(), model.len() as u128);
+            }
+        }
     }
 }
