@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 const WATCHERS: usize = 10;
 const IN_FLIGHT: usize = 16;
+const PROBE_ENV: &str = "APISERVER_BENCH_MEMORY_PROBE";
 
 fn pod_json(n: usize) -> Value {
     json!({
@@ -127,35 +128,54 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
-fn memory_per_pod(n: usize) {
+/// RSS growth per pod of a bare store (no HTTP), and the store's own create
+/// rate; with and without `operation: Update` managedFields.
+fn memory_per_pod(n: usize, track_update_managers: bool) {
     let before = rss_bytes();
     let mut state = State::new(n);
+    state.set_track_update_managers(track_update_managers);
     let rt = state
         .registry()
         .find("", "v1", "pods")
         .cloned()
         .expect("pods");
     let opts = WriteOptions::manager("bench");
+    let start = Instant::now();
     for i in 0..n {
         state
             .create(&rt, Some("default"), pod_json(i), &opts)
             .expect("create");
     }
-    let after = rss_bytes();
-    let json_size = serde_json::to_vec(&state.get(&rt, Some("default"), "pod-0").expect("get"))
-        .map(|v| v.len())
-        .unwrap_or(0);
+    let elapsed = start.elapsed();
+    let grown = rss_bytes().saturating_sub(before);
+    let pod = state.get(&rt, Some("default"), "pod-0").expect("get");
+    let json_size = serde_json::to_vec(&pod).map(|v| v.len()).unwrap_or(0);
     println!(
-        "apiserver figures: {n} pods stored, RSS grew {:.1} MiB = {} bytes per pod (stored pod is {json_size} bytes as JSON; history holds the same objects)",
-        (after.saturating_sub(before)) as f64 / (1024.0 * 1024.0),
-        after.saturating_sub(before) / n as u64
+        "apiserver figures: store without HTTP, update managedFields {}: {n} pod creates in {elapsed:.2?} ({:.0} creates/s); RSS grew {:.1} MiB = {} bytes per pod (a stored pod is {json_size} bytes of JSON)",
+        if track_update_managers { "on" } else { "off" },
+        n as f64 / elapsed.as_secs_f64(),
+        grown as f64 / (1024.0 * 1024.0),
+        grown / n as u64
     );
-    drop(state);
 }
 
 fn bench_apiserver(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    memory_per_pod(10_000);
+    // Each memory probe runs in a fresh process: freed memory is not handed
+    // back to the OS, so a second probe in this process would under-count.
+    if let Ok(mode) = std::env::var(PROBE_ENV) {
+        memory_per_pod(10_000, mode == "on");
+        std::process::exit(0);
+    }
+    for mode in ["on", "off"] {
+        let exe = std::env::current_exe().expect("bench executable");
+        let status = std::process::Command::new(exe)
+            .args(std::env::args().skip(1))
+            .env(PROBE_ENV, mode)
+            .status()
+            .expect("memory probe runs");
+        assert!(status.success(), "memory probe failed");
+    }
     rt.block_on(run_creates(10_000));
 
     let mut group = c.benchmark_group("apiserver");

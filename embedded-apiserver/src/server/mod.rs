@@ -35,6 +35,9 @@ pub struct Config {
     pub bookmark_interval: Duration,
     /// How often a dirty store is written to the state file.
     pub flush_interval: Duration,
+    /// Record `operation: Update` managedFields for ordinary writes (on by
+    /// default; see [`State::set_track_update_managers`]).
+    pub track_update_managers: bool,
 }
 
 impl Default for Config {
@@ -45,6 +48,7 @@ impl Default for Config {
             history_limit: DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(5),
             flush_interval: Duration::from_secs(1),
+            track_update_managers: true,
         }
     }
 }
@@ -64,7 +68,7 @@ impl EmbeddedApiServer {
     /// Binds, loads state if configured, and starts serving on the current
     /// tokio runtime.
     pub async fn start(config: Config) -> Result<Handle, StartError> {
-        let state = match &config.state_file {
+        let mut state = match &config.state_file {
             Some(path) if path.exists() => {
                 State::load(path, config.history_limit).map_err(|source| StartError::LoadState {
                     path: path.clone(),
@@ -73,6 +77,7 @@ impl EmbeddedApiServer {
             }
             _ => State::new(config.history_limit),
         };
+        state.set_track_update_managers(config.track_update_managers);
         let listener =
             TcpListener::bind(config.listen)
                 .await

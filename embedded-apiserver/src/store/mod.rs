@@ -91,6 +91,8 @@ pub struct State {
     history_limit: usize,
     watchers: Vec<Watcher>,
     dirty: bool,
+    /// Whether ordinary writes get `operation: Update` managedFields entries.
+    track_update_managers: bool,
 }
 
 impl State {
@@ -105,6 +107,7 @@ impl State {
             history_limit: history_limit.max(1),
             watchers: Vec::new(),
             dirty: false,
+            track_update_managers: true,
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -116,6 +119,15 @@ impl State {
             }
         }
         state
+    }
+
+    /// Turns `operation: Update` managedFields entries on or off (on by
+    /// default, as in kube-apiserver). Their `fieldsV1` trees take more
+    /// memory than the objects themselves (about 9 of 17.5 KB for a small
+    /// pod); a large benchmark that never server-side-applies over other
+    /// writers can switch them off. Server-side apply entries are kept.
+    pub fn set_track_update_managers(&mut self, on: bool) {
+        self.track_update_managers = on;
     }
 
     /// The current (latest committed) resourceVersion.

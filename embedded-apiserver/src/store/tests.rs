@@ -377,3 +377,18 @@ fn dependents_are_collected_unless_orphaned() {
         .unwrap();
     assert!(state.get(&cms, Some("default"), "kept").is_ok());
 }
+
+#[test]
+fn update_manager_tracking_can_be_switched_off() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    let tracked = state
+        .create(&cms, Some("default"), cm("a"), &opts())
+        .unwrap();
+    assert_eq!(tracked["metadata"]["managedFields"][0]["manager"], "test");
+    state.set_track_update_managers(false);
+    let untracked = state
+        .create(&cms, Some("default"), cm("b"), &opts())
+        .unwrap();
+    assert!(untracked["metadata"].get("managedFields").is_none());
+}

@@ -177,11 +177,13 @@ impl State {
         prepare_new(rt, &mut body, &name)?;
         let api_version = rt.api_version();
         let time = now_rfc3339();
-        apply::record_update(
-            None,
-            &mut body,
-            &Self::writer(rt, opts, &api_version, &time),
-        );
+        if self.track_update_managers {
+            apply::record_update(
+                None,
+                &mut body,
+                &Self::writer(rt, opts, &api_version, &time),
+            );
+        }
         if opts.dry_run {
             return Ok(body);
         }
@@ -241,7 +243,7 @@ impl State {
         if *old.as_ref() == new {
             return Ok(Self::present(rt, old));
         }
-        if applied.is_none() {
+        if applied.is_none() && self.track_update_managers {
             let api_version = rt.api_version();
             let time = now_rfc3339();
             apply::record_update(
