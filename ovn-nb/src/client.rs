@@ -40,6 +40,7 @@ fn indexes() -> Vec<ovsdb::cache::IndexSpec> {
         name_index::<AddressSet>(),
         name_index::<LoadBalancer>(),
         name_index::<GatewayChassis>(),
+        name_index::<crate::Mirror>(),
         column_index::<LogicalSwitch>("ports"),
         column_index::<LogicalRouter>("ports"),
     ]

@@ -121,6 +121,27 @@ async fn build_topology(nb: &NbClient) -> Result<(), NbError> {
     );
     txn.lsp_set_dhcpv4_options("pod1", Some(dhcp))?;
     txn.nb_global_set_options([("mac_prefix".to_string(), "0a:00:00".to_string())])?;
+    txn.mirror_add(
+        "mirror1",
+        MirrorType::Gre,
+        MirrorFilter::ToLport,
+        "172.16.0.100",
+        42,
+    )?;
+    txn.lsp_attach_mirror("pod1", "mirror1")?;
+    let bw = [
+        (QoSBandwidthKey::Rate, 10000),
+        (QoSBandwidthKey::Burst, 1000),
+    ]
+    .into();
+    txn.qos_add(
+        "ls1",
+        QoSDirection::FromLport,
+        100,
+        "inport == \"pod1\"",
+        bw,
+        None,
+    )?;
     nb.commit(txn).await?;
     Ok(())
 }
@@ -240,6 +261,24 @@ async fn topology_built_with_ovn_nb_reads_back_with_ovn_nbctl() {
     assert_eq!(
         nbctl(&remote, &["get", "NB_Global", ".", "options:mac_prefix"]).trim(),
         "\"0a:00:00\""
+    );
+    let mirror = nbctl_row(&remote, "Mirror", "name", "mirror1");
+    assert_eq!(
+        (
+            mirror["type"].as_str(),
+            mirror["filter"].as_str(),
+            mirror["index"].as_i64()
+        ),
+        (Some("gre"), Some("to-lport"), Some(42))
+    );
+    assert_eq!(
+        set_of(&pod["mirror_rules"]),
+        BTreeSet::from([common::atom(&mirror["_uuid"])])
+    );
+    let qos = nbctl(&remote, &["qos-list", "ls1"]);
+    assert!(
+        qos.contains("rate=10000") && qos.contains("burst=1000") && qos.contains("from-lport"),
+        "{qos}"
     );
 }
 

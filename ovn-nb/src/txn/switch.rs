@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ovsdb::codegen::typed::{RowId, Table};
 
 use super::NbTxn;
-use crate::{LogicalSwitch, LogicalSwitchPort, NbError};
+use crate::{LogicalSwitch, LogicalSwitchPort, Mirror, MirrorFilter, MirrorType, NbError};
 
 impl NbTxn<'_> {
     /// `ls-add NAME`: creates a logical switch.
@@ -189,5 +189,50 @@ impl NbTxn<'_> {
         let id = self.port(name)?;
         self.set(id, LogicalSwitchPort::DHCPV4_OPTIONS, options);
         Ok(())
+    }
+
+    /// `mirror-add NAME TYPE INDEX FILTER SINK`: a port mirror (`gre`/`erspan`
+    /// tunnel to `sink`, `index` is the tunnel key / ERSPAN index).
+    pub fn mirror_add(
+        &mut self,
+        name: &str,
+        mirror_type: MirrorType,
+        filter: MirrorFilter,
+        sink: &str,
+        index: i64,
+    ) -> Result<RowId<Mirror>, NbError> {
+        let may_exist = self.take_may_exist();
+        if let Some(id) = self.lookup::<Mirror>(name)? {
+            Self::exists(Mirror::TABLE_NAME, name, may_exist)?;
+            return Ok(id);
+        }
+        let row = Mirror {
+            name: name.to_string(),
+            r#type: mirror_type,
+            filter,
+            sink: sink.to_string(),
+            index,
+            ..Default::default()
+        };
+        Ok(self.insert_named(name, &row))
+    }
+
+    /// `lsp-attach-mirror PORT MIRROR`.
+    pub fn lsp_attach_mirror(&mut self, port: &str, mirror: &str) -> Result<(), NbError> {
+        let (port, mirror) = (self.port(port)?, self.require::<Mirror>(mirror)?);
+        self.mutate(port, LogicalSwitchPort::MIRROR_RULES.insert([mirror]));
+        Ok(())
+    }
+
+    /// `mirror-del NAME`.
+    pub fn mirror_del(&mut self, name: &str) -> Result<(), NbError> {
+        let if_exists = self.take_if_exists();
+        match self.lookup::<Mirror>(name)? {
+            Some(id) => {
+                self.delete_row(id);
+                Ok(())
+            }
+            None => Self::missing(Mirror::TABLE_NAME, name, if_exists),
+        }
     }
 }
