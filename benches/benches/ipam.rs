@@ -207,7 +207,7 @@ fn subnet_heap_bytes(cidr: &str, n: usize) -> isize {
     // `owners` (the caller's copies) are counted too; subtract them.
     let owner_bytes: isize = owners
         .iter()
-        .map(|o| (o.pod.capacity() + o.nic.capacity() + std::mem::size_of::<Owner>()) as isize)
+        .map(|o| (o.pod.len() + o.nic.len() + 2 * 16 + std::mem::size_of::<Owner>()) as isize)
         .sum();
     drop(ipam);
     held - owner_bytes

@@ -3,7 +3,6 @@
 //! stack gets both families or neither.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use crate::addr::{addr_value, IpFamily, Mac};
 use crate::error::AllocError;
@@ -98,7 +97,7 @@ impl Subnet {
             return Err(AllocError::AddressTaken {
                 subnet: subnet(),
                 address,
-                owner: (*holder.owner).clone(),
+                owner: holder.owner.clone(),
             });
         }
         if fam.cfg.excluded.contains(addr) && !req.allow_excluded {
@@ -131,10 +130,10 @@ impl Subnet {
             MacRequest::Generate => Ok(Some(held_mac.unwrap_or_else(|| self.unique_mac()))),
             MacRequest::None => Ok(held_mac),
             MacRequest::Static(mac) => match self.macs.get(&mac) {
-                Some(other) if **other != *owner => Err(AllocError::MacTaken {
+                Some(other) if other != owner => Err(AllocError::MacTaken {
                     subnet: self.name.clone(),
                     mac,
-                    owner: (**other).clone(),
+                    owner: other.clone(),
                 }),
                 _ => Ok(Some(mac)),
             },
@@ -160,10 +159,7 @@ impl Subnet {
         mac: Option<Mac>,
         allow_excluded: bool,
     ) -> Allocation {
-        let key = match self.owners.get_key_value(owner) {
-            Some((key, _)) => key.clone(),
-            None => Arc::new(owner.clone()),
-        };
+        let key = owner.clone();
         let mut alloc = held.unwrap_or_default();
         for (i, pick) in picks.into_iter().enumerate() {
             let addr = match pick {
@@ -242,8 +238,6 @@ impl Subnet {
     /// The owner of an address, if live.
     pub(crate) fn owner_of(&self, address: IpAddr) -> Option<Owner> {
         let fam = self.families[IpFamily::of(address).index()].as_ref()?;
-        fam.using
-            .get(&addr_value(address))
-            .map(|h| (*h.owner).clone())
+        fam.using.get(&addr_value(address)).map(|h| h.owner.clone())
     }
 }

@@ -1,10 +1,10 @@
 //! The thread-safe entry point: a map of subnets, each behind its own lock.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use crate::error::{AllocError, SpecError};
+use crate::hash::FxHashMap;
 use crate::owner::{Allocation, AllocationRequest, ExistingAllocation, Owner};
 use crate::report::{RebuildReport, SubnetUpdate};
 use crate::spec::{parse_pool, PoolSpec, SubnetConfig, SubnetSpec};
@@ -18,7 +18,7 @@ use crate::usage::Usage;
 /// one subnet's mutex, so work on different subnets runs in parallel.
 #[derive(Debug, Default)]
 pub struct Ipam {
-    subnets: RwLock<HashMap<String, Mutex<Subnet>>>,
+    subnets: RwLock<FxHashMap<String, Mutex<Subnet>>>,
 }
 
 /// Locks a subnet. A panic while holding the lock cannot leave a subnet
@@ -173,7 +173,7 @@ impl Ipam {
     pub fn allocations(&self, subnet: &str) -> Result<Vec<(Owner, Allocation)>, AllocError> {
         self.with_subnet_alloc(subnet, |s| {
             let mut all: Vec<(Owner, Allocation)> =
-                s.owners.iter().map(|(o, a)| ((**o).clone(), *a)).collect();
+                s.owners.iter().map(|(o, a)| (o.clone(), *a)).collect();
             all.sort_by(|a, b| a.0.cmp(&b.0));
             Ok(all)
         })

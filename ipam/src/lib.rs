@@ -49,6 +49,7 @@
 mod addr;
 mod alloc;
 mod error;
+mod hash;
 mod ipam;
 mod owner;
 mod range_set;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use crate::addr::{IpFamily, Mac};
 use crate::error::AllocError;
@@ -9,20 +10,21 @@ use crate::error::AllocError;
 /// The holder of an allocation: a pod (or VM, node, VIP...) key plus the NIC
 /// or provider it is for. Kube-OVN keys pods as `namespace/name` and NICs by
 /// provider (`ovn`, `<nad>.<ns>.ovn`); one pod may hold one allocation per
-/// NIC in a subnet.
+/// NIC in a subnet. The names are shared strings: the IPAM keeps owners in
+/// several indexes, and cloning one costs two reference-count increments.
 #[derive(
     Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
 pub struct Owner {
     /// `namespace/name` of the pod (or another unique object key).
-    pub pod: String,
+    pub pod: Arc<str>,
     /// NIC or provider name, e.g. `ovn` or `eth1`.
-    pub nic: String,
+    pub nic: Arc<str>,
 }
 
 impl Owner {
     /// An owner from its pod key and NIC.
-    pub fn new(pod: impl Into<String>, nic: impl Into<String>) -> Owner {
+    pub fn new(pod: impl Into<Arc<str>>, nic: impl Into<Arc<str>>) -> Owner {
         Owner {
             pod: pod.into(),
             nic: nic.into(),

@@ -9,12 +9,12 @@
 //! pod's address from going straight to a new pod while stale ARP/conntrack
 //! entries may still point at it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use crate::addr::{addr_value, IpFamily, Mac, MacRng};
 use crate::error::{AllocError, SpecError};
+use crate::hash::FxHashMap;
 use crate::owner::{Allocation, ExistingAllocation, Owner};
 use crate::range_set::RangeSet;
 use crate::report::{InvalidReason, Invalidated, RebuildProblem, RebuildReport, Rejected};
@@ -24,7 +24,7 @@ use crate::usage::{FamilyUsage, Usage};
 /// Who holds a live address.
 #[derive(Debug, Clone)]
 pub(crate) struct Holder {
-    pub(crate) owner: Arc<Owner>,
+    pub(crate) owner: Owner,
     /// Set for static allocations allowed to use excluded addresses; such an
     /// address stays valid when the exclusions change.
     pub(crate) excluded_ok: bool,
@@ -95,8 +95,8 @@ pub(crate) struct Subnet {
     /// Raw (unclipped) addresses of each named pool, indexed like
     /// `pool_names` (index 0 unused).
     pool_specs: Vec<[RangeSet; 2]>,
-    pub(crate) owners: HashMap<Arc<Owner>, Allocation>,
-    pub(crate) macs: HashMap<Mac, Arc<Owner>>,
+    pub(crate) owners: FxHashMap<Owner, Allocation>,
+    pub(crate) macs: FxHashMap<Mac, Owner>,
     pub(crate) rng: MacRng,
 }
 
@@ -120,8 +120,8 @@ impl Subnet {
             families: [None, None],
             pool_names: vec![String::new()],
             pool_specs: vec![[RangeSet::new(), RangeSet::new()]],
-            owners: HashMap::new(),
-            macs: HashMap::new(),
+            owners: FxHashMap::default(),
+            macs: FxHashMap::default(),
             rng: MacRng::from_entropy(),
         };
         subnet.reconfigure(config);
@@ -153,7 +153,7 @@ impl Subnet {
                         using.insert(addr, holder);
                     }
                     Err(reason) => invalid.push(Invalidated {
-                        owner: (*holder.owner).clone(),
+                        owner: holder.owner.clone(),
                         address: family.addr(addr),
                         reason,
                     }),
@@ -319,7 +319,7 @@ impl Subnet {
             if let Some(holder) = fam.using.get(addr) {
                 return Err(RebuildProblem::AddressConflict {
                     address,
-                    kept: (*holder.owner).clone(),
+                    kept: holder.owner.clone(),
                 });
             }
         }
@@ -327,7 +327,7 @@ impl Subnet {
             if let Some(kept) = self.macs.get(&mac) {
                 return Err(RebuildProblem::MacConflict {
                     mac,
-                    kept: (**kept).clone(),
+                    kept: kept.clone(),
                 });
             }
         }
@@ -335,7 +335,7 @@ impl Subnet {
     }
 
     fn load(&mut self, entry: ExistingAllocation, addrs: [Option<u128>; 2]) {
-        let owner = Arc::new(entry.owner);
+        let owner = entry.owner;
         let mut alloc = Allocation {
             mac: entry.mac,
             ..Allocation::default()

@@ -59,7 +59,7 @@ fn conflicting_entries_are_reported_not_merged() {
     let problems: Vec<(String, RebuildProblem)> = report
         .rejected
         .into_iter()
-        .map(|Rejected { owner, problem }| (owner.pod, problem))
+        .map(|Rejected { owner, problem }| (owner.pod.to_string(), problem))
         .collect();
     assert_eq!(
         problems[0],

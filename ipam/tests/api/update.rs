@@ -10,7 +10,7 @@ fn invalidated(list: Vec<Invalidated>) -> BTreeSet<(String, String, String)> {
     list.into_iter()
         .map(|i| {
             (
-                i.owner.pod,
+                i.owner.pod.to_string(),
                 i.address.to_string(),
                 format!("{:?}", i.reason),
             )
