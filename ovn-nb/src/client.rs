@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use ovsdb::client::Client;
-use ovsdb::codegen::typed::{column_index, name_index, Stored, Table, TypedClient, TypedStore};
+use ovsdb::codegen::typed::{name_index, Stored, Table, TypedClient, TypedStore};
 
 use crate::txn::NbTxn;
 use crate::{
@@ -41,8 +41,6 @@ fn indexes() -> Vec<ovsdb::cache::IndexSpec> {
         name_index::<LoadBalancer>(),
         name_index::<GatewayChassis>(),
         name_index::<crate::Mirror>(),
-        column_index::<LogicalSwitch>("ports"),
-        column_index::<LogicalRouter>("ports"),
     ]
 }
 

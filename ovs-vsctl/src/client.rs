@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use ovsdb::client::Client;
-use ovsdb::codegen::typed::{column_index, name_index, DbError, Stored, TypedClient, TypedStore};
+use ovsdb::codegen::typed::{name_index, DbError, Stored, TypedClient, TypedStore};
 
 use crate::{generated, Bridge, Interface, Port, VsError, VsTxn};
 
@@ -21,7 +21,6 @@ impl VsClient {
             name_index::<Bridge>(),
             name_index::<Port>(),
             name_index::<Interface>(),
-            column_index::<Bridge>("ports"),
         ];
         let db = TypedClient::connect(
             client,

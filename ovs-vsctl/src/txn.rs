@@ -259,7 +259,7 @@ impl<'s> VsTxn<'s> {
         let may_exist = std::mem::take(&mut self.may_exist);
         let br_id = self.require::<Bridge>(br)?;
         if let Some(id) = self.lookup::<Port>(name) {
-            let owner = self.store.ids_by::<Bridge>("ports", id.uuid());
+            let owner = self.store.ids_referencing::<Bridge>("ports", id.uuid());
             if !owner.is_empty() && !owner.contains(&br_id) {
                 return Err(VsError::WrongBridge {
                     port: name.into(),
@@ -311,7 +311,7 @@ impl<'s> VsTxn<'s> {
                 })
             };
         };
-        for br in self.store.ids_by::<Bridge>("ports", port.uuid()) {
+        for br in self.store.ids_referencing::<Bridge>("ports", port.uuid()) {
             self.mutate(br, Bridge::PORTS.delete([port]));
         }
         self.deleted.push(port.uuid());

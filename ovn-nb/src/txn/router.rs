@@ -99,7 +99,7 @@ impl NbTxn<'_> {
 
     fn router_of(&self, lrp: RowId<LogicalRouterPort>) -> Option<RowId<LogicalRouter>> {
         self.store
-            .ids_by::<LogicalRouter>("ports", lrp.uuid())
+            .ids_referencing::<LogicalRouter>("ports", lrp.uuid())
             .into_iter()
             .find(|id| !self.deleted.contains(&id.uuid()))
     }

@@ -52,7 +52,7 @@ impl NbTxn<'_> {
     /// The switch that holds port `lsp` (through the `ports` index).
     fn switch_of(&self, lsp: RowId<LogicalSwitchPort>) -> Option<RowId<LogicalSwitch>> {
         self.store
-            .ids_by::<LogicalSwitch>("ports", lsp.uuid())
+            .ids_referencing::<LogicalSwitch>("ports", lsp.uuid())
             .into_iter()
             .find(|id| !self.deleted.contains(&id.uuid()))
     }

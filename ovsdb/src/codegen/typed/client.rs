@@ -141,8 +141,10 @@ impl TypedClient {
             .into_iter()
             .map(|op| op.adapt(&self.compat).map(Operation::from))
             .collect::<Result<_, _>>()?;
-        validate_all(&ops, &self.schema)
-            .map_err(|(index, error)| DbError::Invalid { index, error: Box::new(error) })?;
+        validate_all(&ops, &self.schema).map_err(|(index, error)| DbError::Invalid {
+            index,
+            error: Box::new(error),
+        })?;
         Ok(ops)
     }
 

@@ -105,6 +105,23 @@ impl TypedStore {
         Ok(out)
     }
 
+    /// Ids of the rows of `T` whose set column `column` holds `uuid` (e.g. the
+    /// switch owning a port). A scan of `T` with a binary search per row:
+    /// cheaper overall than a client-side index on a large set column, which
+    /// the replica would re-key on every change of that set.
+    pub fn ids_referencing<T: Table>(&self, column: &str, uuid: Uuid) -> Vec<RowId<T>> {
+        let atom = Atom::Uuid(uuid);
+        self.store
+            .find(T::TABLE_NAME, |row| {
+                row.get(column)
+                    .and_then(|v| v.as_set())
+                    .is_some_and(|set| set.contains(&atom))
+            })
+            .into_iter()
+            .map(|(uuid, _)| RowId::new(uuid))
+            .collect()
+    }
+
     /// Rows of `T` named `name` (needs [`name_index`]).
     pub fn by_name<T: Table>(&self, name: &str) -> Result<Vec<Stored<T>>, DecodeError> {
         self.find_by("name", name)
