@@ -13,6 +13,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -122,182 +123,167 @@ fn insert(name: String) -> Operation {
     Operation::insert("Logical_Switch", Row::new().with("name", Atom::from(name))).into()
 }
 
-fn bench_transactions(c: &mut Criterion, server: &OvsdbServer) {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let client = rt.block_on(Client::connect(&server.unix_remote())).unwrap();
-    rt.block_on(client.get_schema(NB)).unwrap();
-    let path = server.unix_remote().trim_start_matches("unix:").to_owned();
-    let raw = Arc::new(Mutex::new(RawClient::connect(&path)));
-    let counter = Arc::new(Mutex::new(0u64));
-    let unique = move || {
-        let mut n = counter.lock().unwrap();
-        *n += 1;
-        *n
-    };
+/// What the transaction benchmarks share: one client of ours, one raw client, both on the
+/// same server, and a counter for unique switch names.
+struct Ctx {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+    raw: Mutex<RawClient>,
+    unique: Arc<AtomicU64>,
+}
 
-    let (ours_t, raw_t) = (
-        Arc::new(Mutex::new(Tally::default())),
-        Arc::new(Mutex::new(Tally::default())),
-    );
-    let mut group = c.benchmark_group("ovsdb_sequential_insert");
+impl Ctx {
+    fn name(&self, prefix: &str) -> String {
+        format!("{prefix}{}", self.unique.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+fn record(tally: &Mutex<Tally>, elapsed: Duration, elements: u64) -> Duration {
+    let mut t = tally.lock().unwrap();
+    t.elapsed += elapsed;
+    t.elements += elements;
+    elapsed
+}
+
+fn group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    elements: u64,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    group.throughput(Throughput::Elements(1));
-    group.bench_function("ours", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
-            let (client, tally, unique) = (client.clone(), ours_t.clone(), unique.clone());
+    group.throughput(Throughput::Elements(elements));
+    group
+}
+
+fn bench_sequential(c: &mut Criterion, ctx: &Ctx) {
+    let (ours, raw) = (Mutex::new(Tally::default()), Mutex::new(Tally::default()));
+    let mut g = group(c, "ovsdb_sequential_insert", 1);
+    g.bench_function("ours", |b| {
+        b.to_async(&ctx.rt).iter_custom(|iters| {
+            let ours = &ours;
             async move {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    client
-                        .transact(NB, &[insert(format!("s{}", unique()))])
+                    ctx.client
+                        .transact(NB, &[insert(ctx.name("s"))])
                         .await
                         .unwrap();
                 }
-                let elapsed = start.elapsed();
-                let mut t = tally.lock().unwrap();
-                t.elapsed += elapsed;
-                t.elements += iters;
-                elapsed
+                record(ours, start.elapsed(), iters)
             }
         })
     });
-    group.bench_function("raw", |b| {
+    g.bench_function("raw", |b| {
         b.iter_custom(|iters| {
-            let mut raw = raw.lock().unwrap();
+            let mut raw_client = ctx.raw.lock().unwrap();
             let start = Instant::now();
             for _ in 0..iters {
-                let req = raw.insert_request(&format!("s{}", unique()));
-                raw.send(&req);
-                raw.read_replies(1);
+                let req = raw_client.insert_request(&ctx.name("s"));
+                raw_client.send(&req);
+                raw_client.read_replies(1);
             }
-            let elapsed = start.elapsed();
-            let mut t = raw_t.lock().unwrap();
-            t.elapsed += elapsed;
-            t.elements += iters;
-            elapsed
+            record(&raw, start.elapsed(), iters)
         })
     });
-    group.finish();
-    report("sequential single-insert", "txn", &ours_t, &raw_t);
+    g.finish();
+    report("sequential single-insert", "txn", &ours, &raw);
+}
 
-    let (ours_t, raw_t) = (
-        Arc::new(Mutex::new(Tally::default())),
-        Arc::new(Mutex::new(Tally::default())),
-    );
-    let mut group = c.benchmark_group("ovsdb_pipelined_insert");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(4));
-    group.throughput(Throughput::Elements(PIPELINE));
-    group.bench_function("ours", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
-            let (client, tally, unique) = (client.clone(), ours_t.clone(), unique.clone());
+fn bench_pipelined(c: &mut Criterion, ctx: &Ctx) {
+    let (ours, raw) = (Mutex::new(Tally::default()), Mutex::new(Tally::default()));
+    let mut g = group(c, "ovsdb_pipelined_insert", PIPELINE);
+    g.bench_function("ours", |b| {
+        b.to_async(&ctx.rt).iter_custom(|iters| {
+            let ours = &ours;
             async move {
                 let mut elapsed = Duration::ZERO;
                 for _ in 0..iters {
-                    let ops: Vec<[Operation; 1]> = (0..PIPELINE)
-                        .map(|_| [insert(format!("p{}", unique()))])
-                        .collect();
+                    let ops: Vec<[Operation; 1]> =
+                        (0..PIPELINE).map(|_| [insert(ctx.name("p"))]).collect();
                     let start = Instant::now();
-                    let all = ops.iter().map(|op| client.transact(NB, op));
+                    let all = ops.iter().map(|op| ctx.client.transact(NB, op));
                     for result in futures::future::join_all(all).await {
                         result.unwrap();
                     }
                     elapsed += start.elapsed();
                 }
-                let mut t = tally.lock().unwrap();
-                t.elapsed += elapsed;
-                t.elements += iters * PIPELINE;
-                elapsed
+                record(ours, elapsed, iters * PIPELINE)
             }
         })
     });
-    group.bench_function("raw", |b| {
+    g.bench_function("raw", |b| {
         b.iter_custom(|iters| {
-            let mut raw = raw.lock().unwrap();
+            let mut raw_client = ctx.raw.lock().unwrap();
             let mut elapsed = Duration::ZERO;
             for _ in 0..iters {
                 let requests: String = (0..PIPELINE)
-                    .map(|_| raw.insert_request(&format!("p{}", unique())))
+                    .map(|_| raw_client.insert_request(&ctx.name("p")))
                     .collect();
                 let start = Instant::now();
-                raw.send(&requests);
-                raw.read_replies(PIPELINE);
+                raw_client.send(&requests);
+                raw_client.read_replies(PIPELINE);
                 elapsed += start.elapsed();
             }
-            let mut t = raw_t.lock().unwrap();
-            t.elapsed += elapsed;
-            t.elements += iters * PIPELINE;
-            elapsed
+            record(&raw, elapsed, iters * PIPELINE)
         })
     });
-    group.finish();
+    g.finish();
     report(
         "pipelined single-insert (1000 in flight)",
         "txn",
-        &ours_t,
-        &raw_t,
+        &ours,
+        &raw,
     );
+}
 
-    let (ours_t, raw_t) = (
-        Arc::new(Mutex::new(Tally::default())),
-        Arc::new(Mutex::new(Tally::default())),
-    );
-    let mut group = c.benchmark_group("ovsdb_batch_insert");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(4));
-    group.throughput(Throughput::Elements(BATCH));
-    group.bench_function("ours", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
-            let (client, tally, unique) = (client.clone(), ours_t.clone(), unique.clone());
+fn bench_batch(c: &mut Criterion, ctx: &Ctx) {
+    let (ours, raw) = (Mutex::new(Tally::default()), Mutex::new(Tally::default()));
+    let mut g = group(c, "ovsdb_batch_insert", BATCH);
+    g.bench_function("ours", |b| {
+        b.to_async(&ctx.rt).iter_custom(|iters| {
+            let ours = &ours;
             async move {
                 let mut elapsed = Duration::ZERO;
                 for _ in 0..iters {
-                    let prefix = format!("b{}-", unique());
+                    let prefix = ctx.name("b") + "-";
+                    // Building the operations is part of the client's cost, as the raw
+                    // client's string building is part of its own.
                     let start = Instant::now();
                     let ops: Vec<Operation> =
                         (0..BATCH).map(|i| insert(format!("{prefix}{i}"))).collect();
-                    let results = client.transact(NB, &ops).await.unwrap();
+                    let results = ctx.client.transact(NB, &ops).await.unwrap();
                     assert_eq!(results.len() as u64, BATCH);
                     elapsed += start.elapsed();
                 }
-                let mut t = tally.lock().unwrap();
-                t.elapsed += elapsed;
-                t.elements += iters * BATCH;
-                elapsed
+                record(ours, elapsed, iters * BATCH)
             }
         })
     });
-    group.bench_function("raw", |b| {
+    g.bench_function("raw", |b| {
         b.iter_custom(|iters| {
-            let mut raw = raw.lock().unwrap();
+            let mut raw_client = ctx.raw.lock().unwrap();
             let mut elapsed = Duration::ZERO;
             for _ in 0..iters {
-                let prefix = format!("b{}-", unique());
+                let prefix = ctx.name("b") + "-";
                 let start = Instant::now();
-                let request = raw.batch_request(&prefix, BATCH);
-                raw.send(&request);
-                raw.read_replies(1);
+                let request = raw_client.batch_request(&prefix, BATCH);
+                raw_client.send(&request);
+                raw_client.read_replies(1);
                 elapsed += start.elapsed();
             }
-            let mut t = raw_t.lock().unwrap();
-            t.elapsed += elapsed;
-            t.elements += iters * BATCH;
-            elapsed
+            record(&raw, elapsed, iters * BATCH)
         })
     });
-    group.finish();
+    g.finish();
     report(
         "batch of 2000 inserts in one transaction",
         "row",
-        &ours_t,
-        &raw_t,
+        &ours,
+        &raw,
     );
 }
 
@@ -402,7 +388,19 @@ fn benches(c: &mut Criterion) {
         return;
     }
     let server = OvsdbServer::start(Db::Northbound).expect("start ovsdb-server");
-    bench_transactions(c, &server);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt.block_on(Client::connect(&server.unix_remote())).unwrap();
+    rt.block_on(client.get_schema(NB)).unwrap();
+    let path = server.unix_remote().trim_start_matches("unix:").to_owned();
+    let ctx = Ctx {
+        rt,
+        client,
+        raw: Mutex::new(RawClient::connect(&path)),
+        unique: Arc::new(AtomicU64::new(0)),
+    };
+    bench_sequential(c, &ctx);
+    bench_pipelined(c, &ctx);
+    bench_batch(c, &ctx);
 }
 
 criterion_group!(ovsdb_benches, benches);

@@ -70,6 +70,10 @@ async fn killing_the_leader_loses_and_duplicates_nothing_and_resumes_by_delta() 
         .with_connect_timeout(Duration::from_secs(10));
     let client = Client::connect_with(options).await.unwrap();
     assert_eq!(server_role(&client).await, (true, "clustered".to_owned()));
+    assert_eq!(
+        client.current_remote(),
+        Some(cluster.remotes()[leader].clone())
+    );
 
     let monitor = client
         .monitor(NB, vec![MonitorRequest::table("Logical_Switch")])

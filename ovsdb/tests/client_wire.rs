@@ -264,3 +264,49 @@ async fn bad_bytes_from_the_peer_end_the_session_with_a_typed_reason() {
         }
     }
 }
+
+#[tokio::test]
+async fn our_echo_probe_keeps_a_live_session_and_drops_a_silent_peer() {
+    let Some(server) = start_nb(false) else {
+        return;
+    };
+    let probe = Some(Duration::from_millis(200));
+    // A live server answers our probes: no disconnect while idle for several intervals.
+    let options = ClientOptions::new([server.unix_remote()])
+        .unwrap()
+        .with_probe_interval(probe);
+    let client = Client::connect_with(options).await.unwrap();
+    let mut events = client.events();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(
+        events.try_recv().is_err(),
+        "a live server must not be dropped"
+    );
+    assert!(client.list_dbs().await.is_ok());
+
+    // A peer that accepts but never answers is dropped after one unanswered probe.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("silent.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let options = ClientOptions::new([format!("unix:{}", path.display())])
+        .unwrap()
+        .with_db_change_aware(false)
+        .with_probe_interval(probe);
+    let silent = Client::connect_with(options).await.unwrap();
+    let mut events = silent.events();
+    let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+        .await
+        .expect("no disconnect");
+    match event.unwrap() {
+        Event::Disconnected { reason, .. } => {
+            assert!(reason.contains("inactivity probe"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

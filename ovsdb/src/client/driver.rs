@@ -60,6 +60,8 @@ pub(crate) struct Driver {
     pub min_index: i64,
     /// Index into `options.remotes` of the remote to try next.
     pub next_remote: usize,
+    /// The remote of the live connection, shared with the handles.
+    pub current: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Driver {
@@ -80,6 +82,7 @@ impl Driver {
             };
             let ended = self.serve(&mut current).await;
             current.fail_pending();
+            self.set_current(None);
             match ended {
                 Ended::Shutdown => return,
                 Ended::Lost(reason) => {
@@ -91,6 +94,13 @@ impl Driver {
                 }
             }
         }
+    }
+
+    fn set_current(&self, remote: Option<String>) {
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = remote;
     }
 
     /// Tries the remotes in turn, with exponential backoff after each full round,
@@ -132,6 +142,7 @@ impl Driver {
         self.next_remote =
             (self.next_remote + self.options.remotes.len() - 1) % self.options.remotes.len();
         info!(%remote, "ovsdb connected");
+        self.set_current(Some(remote.to_string()));
         let _ = self.events.send(Event::Connected {
             remote: remote.to_string(),
         });

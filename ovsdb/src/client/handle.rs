@@ -37,6 +37,7 @@ pub(super) struct Inner {
     pub schemas: Mutex<HashMap<String, Arc<DatabaseSchema>>>,
     pub monitors: Monitors,
     pub options: Arc<ClientOptions>,
+    pub current: Arc<Mutex<Option<String>>>,
 }
 
 impl Client {
@@ -62,7 +63,9 @@ impl Client {
             server: ServerWatch::default(),
             min_index: 0,
             next_remote: 0,
+            current: Arc::new(Mutex::new(None)),
         };
+        let current = driver.current.clone();
         let conn = first_connection(&mut driver).await?;
         tokio::spawn(driver.run(conn));
         Ok(Client {
@@ -73,6 +76,7 @@ impl Client {
                 schemas: Mutex::new(HashMap::new()),
                 monitors,
                 options,
+                current,
             }),
         })
     }
@@ -80,6 +84,15 @@ impl Client {
     /// The options this client was built with.
     pub fn options(&self) -> &ClientOptions {
         &self.inner.options
+    }
+
+    /// The remote of the live connection, `None` while reconnecting.
+    pub fn current_remote(&self) -> Option<String> {
+        self.inner
+            .current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Session events: connects, disconnects, lock grants and steals, canceled monitors.
