@@ -136,7 +136,7 @@ async fn killing_the_leader_loses_and_duplicates_nothing_and_resumes_by_delta() 
         );
     }
     // Now on the new leader, whose replica equals a fresh read.
-    assert_eq!(server_role(&client).await.0, true);
+    assert!(server_role(&client).await.0);
     let cached: HashMap<Uuid, String> = store
         .rows("Logical_Switch")
         .into_iter()
