@@ -124,3 +124,39 @@ where
     rx.blocking_recv()
         .unwrap_or(Err(Error::WorkerPanicked { namespace }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread_netns() -> PathBuf {
+        std::fs::read_link("/proc/thread-self/ns/net").unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn panic_in_job_is_an_error_and_workers_stay_home() {
+        let home = thread_netns();
+        let err = run("/var/run/netns/example".into(), || async {
+            if true {
+                panic!("job failed on purpose");
+            }
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(&err, Error::WorkerPanicked { namespace } if namespace == "/var/run/netns/example"),
+            "{err}"
+        );
+        assert_eq!(thread_netns(), home);
+    }
+
+    #[test]
+    fn blocking_run_returns_the_job_result() {
+        let name = run_blocking("host".into(), || async {
+            Ok(std::thread::current().name().map(str::to_string))
+        })
+        .unwrap();
+        assert_eq!(name.as_deref(), Some("datapath-netns"));
+    }
+}
