@@ -5,7 +5,7 @@
 //! a caller of either tool pays. Flat sampling keeps each case at ~10-20 invocations.
 //!
 //! Our binary is taken from `OVN_NBCTL_BIN` if set, else `target/release/ovn-nbctl`
-//! (built with `cargo build --release -p kube-ovn-examples --bin ovn-nbctl` if missing).
+//! (brought up to date with `cargo build --release -p kube-ovn-examples --bin ovn-nbctl`).
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use ovn_harness::{Db, OvsdbServer};
@@ -26,11 +26,23 @@ fn our_binary() -> PathBuf {
     }
     // target/release/deps/nbctl-<hash> -> target/release/ovn-nbctl
     let exe = std::env::current_exe().expect("bench executable path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir").to_path_buf();
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .to_path_buf();
     let bin = dir.join("ovn-nbctl");
-    if !bin.exists() {
+    // Always ask cargo: it rebuilds only if the sources changed since the last build.
+    {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--release", "-p", "kube-ovn-examples", "--bin", "ovn-nbctl"])
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "kube-ovn-examples",
+                "--bin",
+                "ovn-nbctl",
+            ])
             .status()
             .expect("run cargo build for ovn-nbctl");
         assert!(status.success(), "building ovn-nbctl failed");
@@ -45,24 +57,35 @@ fn invoke(program: &str, remote: &str, args: &[&str]) {
         .args(args)
         .output()
         .expect("spawn ovn-nbctl");
-    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Inserts `n` switches (`bulk0`..) in one `transact`, straight over the socket: the
 /// command line of either tool would be too long for 25k commands.
 fn populate(socket: &str, n: usize) {
     let mut ops = vec![json!("OVN_Northbound")];
-    ops.extend((0..n).map(|i| json!({"op": "insert", "table": "Logical_Switch", "row": {"name": format!("bulk{i}")}})));
+    ops.extend((0..n).map(
+        |i| json!({"op": "insert", "table": "Logical_Switch", "row": {"name": format!("bulk{i}")}}),
+    ));
     let mut stream = UnixStream::connect(socket).expect("connect NB socket");
     let request = json!({"id": 1, "method": "transact", "params": ops});
-    stream.write_all(request.to_string().as_bytes()).expect("send transact");
+    stream
+        .write_all(request.to_string().as_bytes())
+        .expect("send transact");
     let reply: Value = serde_json::Deserializer::from_reader(stream)
         .into_iter::<Value>()
         .next()
         .expect("reply")
         .expect("JSON reply");
     let results = reply["result"].as_array().expect("transact result array");
-    assert!(results.iter().all(|r| r.get("error").is_none()), "populate failed: {reply}");
+    assert!(
+        results.iter().all(|r| r.get("error").is_none()),
+        "populate failed: {reply}"
+    );
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -83,7 +106,13 @@ fn bench_database(c: &mut Criterion, label: &str, remote: &str, ours: &str) {
             b.iter(|| invoke(program, remote, &["ls-add", &unique(&format!("{tool}-ls"))]))
         });
         group.bench_function(format!("{tool}/lsp-add"), |b| {
-            b.iter(|| invoke(program, remote, &["lsp-add", "sw0", &unique(&format!("{tool}-lsp"))]))
+            b.iter(|| {
+                invoke(
+                    program,
+                    remote,
+                    &["lsp-add", "sw0", &unique(&format!("{tool}-lsp"))],
+                )
+            })
         });
         group.bench_function(format!("{tool}/get"), |b| {
             b.iter(|| invoke(program, remote, &["get", "Logical_Switch", "sw0", "name"]))

@@ -79,10 +79,18 @@ fn partial_uuid_len(s: &str) -> usize {
 /// OVS's `ctl_get_row()`: a record named by UUID, `.`, a name column, or a UUID prefix.
 pub fn get_row(ctx: &mut Ctx, table: &str, id: &str, must_exist: bool) -> Result<Option<String>> {
     let lower = id.to_ascii_lowercase();
+    let name_columns: Vec<&str> = ctx
+        .row_ids
+        .iter()
+        .filter(|r| r.table == table)
+        .map(|r| r.name_column)
+        .collect();
+    // Only the name columns of the whole table; the row found is completed on use.
+    ctx.db.load_columns(table, &name_columns)?;
     if ctx.db.get(table, &lower)?.is_some() {
         return Ok(Some(lower));
     }
-    let rows = ctx.db.rows(table)?;
+    let rows = ctx.db.index_rows(table, &name_columns)?;
     if id == "." && rows.len() == 1 {
         return Ok(Some(rows[0].uuid.clone()));
     }

@@ -15,7 +15,7 @@ use super::schema::{AtomicType, ColumnType, Schema};
 use anyhow::{anyhow, bail, Result};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 /// A JSON object decoded with its members in text order.
@@ -92,6 +92,12 @@ struct TableData {
     /// Row UUIDs in iteration order; rows inserted by this run go last.
     order: Vec<String>,
     rows: HashMap<String, Row>,
+    /// The columns fetched for every row, or `None` when all were. Lookups by name fetch
+    /// only the name column of a big table (as the C tools' "pre" phase does); rows then
+    /// used are completed one by one ([`Db::get`]).
+    columns: Option<BTreeSet<String>>,
+    /// Rows completed with all their columns.
+    filled: HashSet<String>,
 }
 
 /// The replica plus pending changes.
@@ -140,52 +146,130 @@ impl Db {
         })
     }
 
-    /// Fetches `tables` that are not in the replica yet, in one round trip.
+    /// Fetches `tables` (all columns) that are not fully in the replica yet, in one
+    /// round trip.
     pub fn load(&mut self, tables: &[&str]) -> Result<()> {
-        let missing: Vec<&str> = tables
-            .iter()
-            .copied()
-            .filter(|t| !self.tables.contains_key(*t))
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
+        let wanted: Vec<(&str, Option<Vec<String>>)> = tables.iter().map(|t| (*t, None)).collect();
+        self.fetch(&wanted)
+    }
+
+    /// Makes sure `columns` of every row of `table` are in the replica, fetching only
+    /// what is missing.
+    pub fn load_columns(&mut self, table: &str, columns: &[&str]) -> Result<()> {
+        let cols: Vec<String> = columns.iter().map(|c| (*c).to_owned()).collect();
+        self.fetch(&[(table, Some(cols))])
+    }
+
+    fn has_columns(&self, table: &str, want: &Option<Vec<String>>) -> bool {
+        match (self.tables.get(table), want) {
+            (None, _) => false,
+            (Some(d), _) if d.columns.is_none() => true,
+            (Some(_), None) => false,
+            (Some(d), Some(w)) => w
+                .iter()
+                .all(|c| d.columns.as_ref().is_some_and(|h| h.contains(c))),
         }
+    }
+
+    fn fetch(&mut self, wanted: &[(&str, Option<Vec<String>>)]) -> Result<()> {
         let mut requests = Map::new();
-        for t in &missing {
+        let mut plan: Vec<(String, Option<BTreeSet<String>>)> = Vec::new();
+        for (t, want) in wanted {
+            if self.has_columns(t, want) {
+                continue;
+            }
             let table = self.schema.table(t)?;
-            let columns: Vec<&String> = table.columns.keys().collect();
+            let columns: Option<BTreeSet<String>> = want.as_ref().map(|w| {
+                let had = self
+                    .tables
+                    .get(*t)
+                    .and_then(|d| d.columns.clone())
+                    .unwrap_or_default();
+                w.iter()
+                    .filter(|c| table.columns.contains_key(*c))
+                    .cloned()
+                    .chain(had)
+                    .collect()
+            });
+            let list: Vec<&String> = match &columns {
+                Some(c) => c.iter().collect(),
+                None => table.columns.keys().collect(),
+            };
             let select =
                 json!({"initial": true, "insert": false, "delete": false, "modify": false});
             requests.insert(
                 (*t).to_owned(),
-                json!([{"columns": columns, "select": select}]),
+                json!([{"columns": list, "select": select}]),
             );
+            plan.push(((*t).to_owned(), columns));
+        }
+        if plan.is_empty() {
+            return Ok(());
         }
         // `monitor_cond` (update2 notation), as the C IDL uses: its initial rows come in
         // UUID order, which the row-order replay starts from.
         self.monitor_id += 1;
         let params = json!([self.schema.name, self.monitor_id, requests]);
         let raw = self.conn.call("monitor_cond", params)?;
-        let updates: Ordered<Ordered<RowUpdate>> = serde_json::from_str(raw.get())?;
-        for t in &missing {
-            self.tables.insert((*t).to_owned(), TableData::default());
-        }
-        for (tname, rows) in updates.0 {
-            self.absorb(&tname, rows.0)?;
+        let mut updates: Ordered<Ordered<RowUpdate>> = serde_json::from_str(raw.get())?;
+        for (t, columns) in plan {
+            let rows = updates
+                .0
+                .iter()
+                .position(|(name, _)| *name == t)
+                .map(|i| updates.0.swap_remove(i).1 .0)
+                .unwrap_or_default();
+            let mut data = self.absorb(&t, rows, columns.as_ref())?;
+            if let Some(old) = self.tables.remove(&t) {
+                self.merge_pending(&t, &mut data, old);
+            }
+            self.tables.insert(t, data);
         }
         Ok(())
     }
 
-    fn absorb(&mut self, tname: &str, rows: Vec<(String, RowUpdate)>) -> Result<()> {
-        let table = self.schema.table(tname)?.clone();
+    /// Re-applies what this run already did to a table that was fetched again with more
+    /// columns: known column values (fetched or written) win, inserted rows stay, deleted
+    /// rows stay gone.
+    fn merge_pending(&self, table: &str, data: &mut TableData, old: TableData) {
+        for (u, old_row) in old.rows {
+            match data.rows.get_mut(&u) {
+                Some(row) => row.cols.extend(old_row.cols),
+                None => {
+                    data.order.push(u.clone());
+                    data.rows.insert(u, old_row);
+                }
+            }
+        }
+        for (t, u) in &self.deleted {
+            if t == table && data.rows.remove(u).is_some() {
+                data.order.retain(|x| x != u);
+            }
+        }
+        data.filled.extend(old.filled);
+    }
+
+    fn absorb(
+        &self,
+        tname: &str,
+        rows: Vec<(String, RowUpdate)>,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<TableData> {
+        let table = self.schema.table(tname)?;
         let uuids: Vec<&str> = rows.iter().map(|(u, _)| u.as_str()).collect();
         let order = idl_order(&uuids);
-        let mut data = TableData::default();
+        let mut data = TableData {
+            columns: only.cloned(),
+            ..TableData::default()
+        };
         let mut decoded: Vec<Option<Row>> = Vec::with_capacity(rows.len());
         for (uuid, update) in rows {
             let new = update.initial.unwrap_or_default();
             let mut cols = HashMap::with_capacity(table.columns.len());
             for (cname, col) in &table.columns {
+                if only.is_some_and(|o| !o.contains(cname)) {
+                    continue;
+                }
                 let datum = match new.get(cname) {
                     Some(j) => Datum::from_json(&col.ty, j)
                         .map_err(|e| anyhow!("{tname}.{cname} of {uuid}: {e}"))?,
@@ -201,8 +285,52 @@ impl Db {
                 data.rows.insert(row.uuid.clone(), row);
             }
         }
-        self.tables.insert(tname.to_owned(), data);
+        Ok(data)
+    }
+
+    /// Completes one row of a partially fetched table with all its columns (one `select`
+    /// by `_uuid`), keeping values this run already knows.
+    fn fill_row(&mut self, table: &str, uuid: &str) -> Result<()> {
+        let Some(data) = self.tables.get(table) else {
+            return Ok(());
+        };
+        if data.columns.is_none() || data.filled.contains(uuid) || !data.rows.contains_key(uuid) {
+            return Ok(());
+        }
+        if self.inserted.iter().any(|(t, u)| t == table && u == uuid) {
+            return Ok(());
+        }
+        let op =
+            json!({"op": "select", "table": table, "where": [["_uuid", "==", ["uuid", uuid]]]});
+        let results = self.conn.transact(&self.schema.name, vec![op])?;
+        let fetched = results
+            .first()
+            .and_then(|r| r["rows"].get(0))
+            .cloned()
+            .unwrap_or_default();
+        let schema_table = self.schema.table(table)?.clone();
+        let data = self.tables.get_mut(table).expect("checked above");
+        let row = data.rows.get_mut(uuid).expect("checked above");
+        for (cname, col) in &schema_table.columns {
+            if row.cols.contains_key(cname) {
+                continue;
+            }
+            let datum = match fetched.get(cname) {
+                Some(j) => Datum::from_json(&col.ty, j)?,
+                None => default_datum(&col.ty),
+            };
+            row.cols.insert(cname.clone(), datum);
+        }
+        data.filled.insert(uuid.to_owned());
         Ok(())
+    }
+
+    /// Rows of `table` in the C tools' iteration order, holding at least `columns`
+    /// (others may be missing: use [`Db::get`] for a whole row).
+    pub fn index_rows(&mut self, table: &str, columns: &[&str]) -> Result<Vec<&Row>> {
+        self.load_columns(table, columns)?;
+        let data = &self.tables[table];
+        Ok(data.order.iter().filter_map(|u| data.rows.get(u)).collect())
     }
 
     /// Rows of `table` in the C tools' iteration order.
@@ -214,7 +342,11 @@ impl Db {
 
     /// The row of `table` with `uuid`, if present.
     pub fn get(&mut self, table: &str, uuid: &str) -> Result<Option<&Row>> {
-        self.load(&[table])?;
+        if self.tables.contains_key(table) {
+            self.fill_row(table, uuid)?;
+        } else {
+            self.load(&[table])?;
+        }
         Ok(self.tables[table].rows.get(uuid))
     }
 
@@ -231,7 +363,15 @@ impl Db {
 
     /// Inserts a row under a given provisional UUID (e.g. one an `@name` symbol stands for).
     pub fn insert_with_uuid(&mut self, table: &str, uuid: String) -> Result<String> {
-        self.load(&[table])?;
+        // No need to fetch anything to add a row: an unfetched table starts as a partial
+        // one with no columns, and later fetches merge the new row in.
+        if !self.tables.contains_key(table) {
+            let empty = TableData {
+                columns: Some(BTreeSet::new()),
+                ..TableData::default()
+            };
+            self.tables.insert(table.to_owned(), empty);
+        }
         let t = self.schema.table(table)?;
         let cols = t
             .columns

@@ -48,7 +48,11 @@ fn lr_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         bail!("--may-exist and --add-duplicate may not be used together");
     }
     let exists = match cmd.args.first() {
-        Some(n) => ctx.db.rows(LR)?.iter().any(|r| r.str("name") == n.as_str()),
+        Some(n) => ctx
+            .db
+            .index_rows(LR, &["name"])?
+            .iter()
+            .any(|r| r.str("name") == n.as_str()),
         None => false,
     };
     match cmd.args.first() {
@@ -79,12 +83,13 @@ fn lr_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 
 fn lrp_get(ctx: &mut Ctx, id: &str, must_exist: bool) -> Result<Option<String>> {
     let is_uuid = looks_like_uuid(id);
+    ctx.db.load_columns(LRP, &["name"])?;
     if is_uuid && ctx.db.get(LRP, &id.to_ascii_lowercase())?.is_some() {
         return Ok(Some(id.to_ascii_lowercase()));
     }
     let found = ctx
         .db
-        .rows(LRP)?
+        .index_rows(LRP, &["name"])?
         .iter()
         .find(|r| r.str("name") == id)
         .map(|r| r.uuid.clone());
@@ -101,7 +106,7 @@ fn lrp_to_lr(ctx: &mut Ctx, lrp: &str) -> Result<String> {
     let atom = Atom::Uuid(lrp.to_owned());
     let owner = ctx
         .db
-        .rows(LR)?
+        .index_rows(LR, &["name", "ports"])?
         .iter()
         .find(|r| r.get("ports").contains(&atom))
         .map(|r| r.uuid.clone());

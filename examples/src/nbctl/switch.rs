@@ -21,12 +21,13 @@ pub fn by_name_or_uuid(
     must_exist: bool,
 ) -> Result<Option<String>> {
     let is_uuid = looks_like_uuid(id);
+    ctx.db.load_columns(table, &["name"])?;
     if is_uuid && ctx.db.get(table, &id.to_ascii_lowercase())?.is_some() {
         return Ok(Some(id.to_ascii_lowercase()));
     }
     let matches: Vec<String> = ctx
         .db
-        .rows(table)?
+        .index_rows(table, &["name"])?
         .iter()
         .filter(|r| r.str("name") == id)
         .map(|r| r.uuid.clone())
@@ -61,12 +62,13 @@ pub fn ls_get(ctx: &mut Ctx, id: &str, must_exist: bool) -> Result<Option<String
 /// `lsp_by_name_or_uuid()`: ports are looked up by name without a duplicate check.
 pub fn lsp_get(ctx: &mut Ctx, id: &str, must_exist: bool) -> Result<Option<String>> {
     let is_uuid = looks_like_uuid(id);
+    ctx.db.load_columns(LSP, &["name"])?;
     if is_uuid && ctx.db.get(LSP, &id.to_ascii_lowercase())?.is_some() {
         return Ok(Some(id.to_ascii_lowercase()));
     }
     let found = ctx
         .db
-        .rows(LSP)?
+        .index_rows(LSP, &["name"])?
         .iter()
         .find(|r| r.str("name") == id)
         .map(|r| r.uuid.clone());
@@ -83,7 +85,7 @@ pub fn lsp_get(ctx: &mut Ctx, id: &str, must_exist: bool) -> Result<Option<Strin
 fn lsp_to_ls(ctx: &mut Ctx, lsp: &str) -> Result<String> {
     let owner = ctx
         .db
-        .rows(LS)?
+        .index_rows(LS, &["name", "ports"])?
         .iter()
         .find(|r| r.get("ports").contains(&Atom::Uuid(lsp.to_owned())))
         .map(|r| r.uuid.clone());
@@ -126,7 +128,11 @@ fn ls_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     }
     let name = cmd.args.first();
     let exists = match name {
-        Some(n) => ctx.db.rows(LS)?.iter().any(|r| r.str("name") == n.as_str()),
+        Some(n) => ctx
+            .db
+            .index_rows(LS, &["name"])?
+            .iter()
+            .any(|r| r.str("name") == n.as_str()),
         None => false,
     };
     match name {
@@ -161,7 +167,7 @@ pub fn list_named(ctx: &mut Ctx, cmd: &Command, table: &str) -> Result<()> {
     check_args(cmd, 0, 0)?;
     let lines: Vec<(String, String)> = ctx
         .db
-        .rows(table)?
+        .index_rows(table, &["name"])?
         .iter()
         .map(|r| {
             (
