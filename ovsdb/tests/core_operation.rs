@@ -414,17 +414,19 @@ fn validation_before_sending_names_the_offender() {
         "Bridge",
         Row::new().with("flood_vlans", Value::set(4090..4097i64)),
     );
-    assert!(matches!(
-        Operation::from(vlan).validate(&vs).unwrap_err(),
-        ValidationError::InvalidValue {
-            reason: ValueError::IntegerOutOfRange {
-                value: 4096,
-                min: Some(0),
-                max: Some(4095)
-            },
-            ..
+    let ValidationError::InvalidValue { reason, .. } =
+        Operation::from(vlan).validate(&vs).unwrap_err()
+    else {
+        panic!("invalid value expected")
+    };
+    assert_eq!(
+        *reason,
+        ValueError::IntegerOutOfRange {
+            value: 4096,
+            min: Some(0),
+            max: Some(4095)
         }
-    ));
+    );
     let no_interface = Operation::insert("Port", Row::new().with("interfaces", Value::empty_set()));
     assert_eq!(
         Operation::from(no_interface).validate(&vs).unwrap_err(),
@@ -432,11 +434,11 @@ fn validation_before_sending_names_the_offender() {
             table: "Port".into(),
             column: "interfaces".into(),
             value: r#"["set",[]]"#.into(),
-            reason: ValueError::Size {
+            reason: Box::new(ValueError::Size {
                 length: 0,
                 min: 1,
                 max: None
-            },
+            }),
         }
     );
 }

@@ -117,7 +117,7 @@ fn invalid(column: &str, value: &str, reason: ValueError) -> ValidationError {
         table: "ACL".into(),
         column: column.into(),
         value: value.into(),
-        reason,
+        reason: Box::new(reason),
     }
 }
 

@@ -48,6 +48,9 @@ impl From<RowUpdate> for RowChange {
     }
 }
 
+/// Per table, the row changes to apply.
+type Changes = Vec<(Arc<str>, Vec<(Uuid, RowChange)>)>;
+
 /// Collects events and the first error of a batch.
 struct Outcome {
     events: Option<Vec<RowEvent>>,
@@ -115,7 +118,7 @@ impl Writer {
 
     fn apply_changes(
         &mut self,
-        mut tables: Vec<(Arc<str>, Vec<(Uuid, RowChange)>)>,
+        mut tables: Changes,
         last_txn_id: Option<Uuid>,
         replace: bool,
     ) -> Result<(), CacheError> {
@@ -146,9 +149,7 @@ impl Writer {
     }
 }
 
-fn convert<U: Into<RowChange>>(
-    updates: TableUpdates<U>,
-) -> Vec<(Arc<str>, Vec<(Uuid, RowChange)>)> {
+fn convert<U: Into<RowChange>>(updates: TableUpdates<U>) -> Changes {
     updates
         .tables
         .into_iter()
@@ -162,7 +163,7 @@ fn convert<U: Into<RowChange>>(
 }
 
 /// For a full replacement: every present row the new dump lacks is removed.
-fn add_removals(state: &State, tables: &mut Vec<(Arc<str>, Vec<(Uuid, RowChange)>)>) {
+fn add_removals(state: &State, tables: &mut Changes) {
     for (name, table) in &state.tables {
         if table.rows.is_empty() {
             continue;

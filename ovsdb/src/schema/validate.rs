@@ -119,8 +119,8 @@ pub enum ValidationError {
         column: String,
         /// The offending value (wire JSON).
         value: String,
-        /// What is wrong with it.
-        reason: ValueError,
+        /// What is wrong with it (boxed to keep the error small).
+        reason: Box<ValueError>,
     },
     /// A write to `_uuid`/`_version`, or an update/mutation of a column declared
     /// `"mutable": false`.
@@ -153,16 +153,15 @@ impl BaseType {
             });
         }
         match atom {
-            Atom::Integer(i) => {
+            Atom::Integer(i)
                 if self.min_integer.is_some_and(|min| *i < min)
-                    || self.max_integer.is_some_and(|max| *i > max)
-                {
-                    return Err(ValueError::IntegerOutOfRange {
-                        value: *i,
-                        min: self.min_integer,
-                        max: self.max_integer,
-                    });
-                }
+                    || self.max_integer.is_some_and(|max| *i > max) =>
+            {
+                return Err(ValueError::IntegerOutOfRange {
+                    value: *i,
+                    min: self.min_integer,
+                    max: self.max_integer,
+                });
             }
             Atom::Real(r) => {
                 let outside = !r.is_finite()
@@ -262,7 +261,7 @@ impl TableSchema {
             table: self.name.to_string(),
             column: column.to_owned(),
             value: value.to_json().to_string(),
-            reason,
+            reason: Box::new(reason),
         }
     }
 }
