@@ -195,10 +195,35 @@ fn same_script_builds_same_database_and_reads_match_byte_for_byte() {
     let our_server = OvsdbServer::start(Db::Northbound).expect("start NB for ours");
     let (real_db, our_db) = (real_server.unix_remote(), our_server.unix_remote());
     run_script_on_both(TOPOLOGY, &real_db, &our_db);
-    // DHCP options are addressed by UUID, so each database's own UUID is looked up.
-    for db in [&real_db, &our_db] {
-        let out = run_tool(REAL, db, &["dhcp-options-create", "10.0.0.0/24", "k=v"]);
-        assert!(out.ok, "{}", out.stderr);
+    // DHCP options are addressed by UUID, so each tool works with its database's own.
+    for (program, db) in [(REAL, &real_db), (OURS, &our_db)] {
+        let created = run_tool(program, db, &["dhcp-options-create", "10.0.0.0/24", "k=v"]);
+        assert!(created.ok, "{program}: {}", created.stderr);
+        let found = run_tool(
+            program,
+            db,
+            &[
+                "--bare",
+                "--columns=_uuid",
+                "find",
+                "DHCP_Options",
+                "cidr=\"10.0.0.0/24\"",
+            ],
+        );
+        let uuid = found.stdout.trim();
+        let opts = [
+            "dhcp-options-set-options",
+            uuid,
+            "lease_time=3600",
+            "router=10.0.0.1",
+        ];
+        let set = run_tool(program, db, &opts);
+        assert!(set.ok, "{program}: {}", set.stderr);
+        let get = run_tool(program, db, &["dhcp-options-get-options", uuid]);
+        assert_eq!(
+            get.stdout,
+            run_tool(REAL, db, &["dhcp-options-get-options", uuid]).stdout
+        );
     }
     for table in TABLES {
         assert_eq!(
