@@ -46,8 +46,11 @@ impl Set {
 
     /// Builds a set from atoms in any order; duplicates are dropped.
     pub fn from_atoms(mut atoms: Vec<Atom>) -> Self {
-        atoms.sort_unstable();
-        atoms.dedup();
+        // The server sends elements sorted; only sort what is not.
+        if !atoms.windows(2).all(|w| w[0] < w[1]) {
+            atoms.sort_unstable();
+            atoms.dedup();
+        }
         Set(atoms)
     }
 
@@ -130,6 +133,10 @@ impl Map {
 
     /// Builds a map from pairs in any order; for a repeated key the last pair wins.
     pub fn from_pairs(mut pairs: Vec<(Atom, Atom)>) -> Self {
+        // The server sends pairs sorted by key; keep such input as it is.
+        if pairs.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Map(pairs);
+        }
         // A stable sort keeps equal keys in input order, so keeping the last of each run
         // implements "last wins".
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
