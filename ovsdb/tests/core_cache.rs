@@ -111,6 +111,11 @@ fn rows_and_indexes_follow_updates() {
     assert!(store
         .find_by_index("Logical_Switch", "by_name", "ls1")
         .is_empty());
+    // A modify of other columns leaves the name index as it was.
+    assert_eq!(
+        store.find_by_index("Logical_Switch", "by_name", "ls2"),
+        vec![u(LS2)]
+    );
     assert_eq!(
         store.find_by_index("Logical_Switch", "by_name", "ls1b"),
         vec![u(LS1)]

@@ -195,9 +195,16 @@ fn apply_table(
     rows: Vec<(Uuid, RowChange)>,
     outcome: &mut Outcome,
 ) {
-    let mut entering: Vec<(Uuid, Arc<Row>)> = Vec::with_capacity(rows.len());
+    let mut entering: Vec<(Uuid, Arc<Row>, Touched)> = Vec::with_capacity(rows.len());
     for (uuid, change) in rows {
         let old = table.rows.get(&uuid).cloned();
+        // A modify only re-keys the indexes that read a changed column.
+        let touched: Touched = match (&change, &old) {
+            (RowChange::Diff(columns) | RowChange::Merge(columns), Some(_)) => {
+                Some(columns.into_iter().map(|(c, _)| c.clone()).collect())
+            }
+            _ => None,
+        };
         let new = match (change, &old) {
             (RowChange::Put(row), _) => Some(Arc::new(row)),
             (RowChange::Diff(diff), Some(old)) => {
@@ -223,12 +230,12 @@ fn apply_table(
             }
         };
         if let Some(old) = &old {
-            unindex(table, uuid, old);
+            unindex(table, uuid, old, touched.as_deref());
         }
         match &new {
             Some(new) => {
                 table.rows.insert(uuid, new.clone());
-                entering.push((uuid, new.clone()));
+                entering.push((uuid, new.clone(), touched));
             }
             None => {
                 table.rows.remove(&uuid);
@@ -236,8 +243,8 @@ fn apply_table(
         }
         record(outcome, name, uuid, old, new);
     }
-    for (uuid, row) in entering {
-        index(table, name, uuid, &row, outcome);
+    for (uuid, row, touched) in entering {
+        index(table, name, uuid, &row, touched.as_deref(), outcome);
     }
 }
 
@@ -262,19 +269,43 @@ fn record(
     }
 }
 
-fn unindex(table: &mut TableState, uuid: Uuid, row: &Row) {
-    let schema = table.schema.as_ref();
-    for index in &mut table.unique {
-        index.remove(uuid, row, schema);
-    }
-    for index in &mut table.client {
-        index.remove(uuid, row, schema);
+/// The columns a modify changed; `None` for inserts and deletes (every column).
+type Touched = Option<Vec<Arc<str>>>;
+
+fn affected<'a>(mut columns: impl Iterator<Item = &'a str>, touched: Option<&[Arc<str>]>) -> bool {
+    match touched {
+        None => true,
+        Some(touched) => columns.any(|c| touched.iter().any(|t| &**t == c)),
     }
 }
 
-fn index(table: &mut TableState, name: &str, uuid: Uuid, row: &Row, outcome: &mut Outcome) {
+fn unindex(table: &mut TableState, uuid: Uuid, row: &Row, touched: Option<&[Arc<str>]>) {
     let schema = table.schema.as_ref();
     for index in &mut table.unique {
+        if affected(index.columns.iter().map(String::as_str), touched) {
+            index.remove(uuid, row, schema);
+        }
+    }
+    for index in &mut table.client {
+        if affected(index.spec.iter().map(|s| s.column_name()), touched) {
+            index.remove(uuid, row, schema);
+        }
+    }
+}
+
+fn index(
+    table: &mut TableState,
+    name: &str,
+    uuid: Uuid,
+    row: &Row,
+    touched: Option<&[Arc<str>]>,
+    outcome: &mut Outcome,
+) {
+    let schema = table.schema.as_ref();
+    for index in &mut table.unique {
+        if !affected(index.columns.iter().map(String::as_str), touched) {
+            continue;
+        }
         if let Some((key, existing)) = index.insert(uuid, row, schema) {
             outcome.fail(CacheError::UniqueViolation {
                 table: name.to_owned(),
@@ -286,7 +317,9 @@ fn index(table: &mut TableState, name: &str, uuid: Uuid, row: &Row, outcome: &mu
         }
     }
     for index in &mut table.client {
-        index.insert(uuid, row, schema);
+        if affected(index.spec.iter().map(|s| s.column_name()), touched) {
+            index.insert(uuid, row, schema);
+        }
     }
 }
 
