@@ -124,6 +124,11 @@ fn rows_and_indexes_follow_updates() {
         store.find_by_index("Logical_Switch", "by_port", u(P2)),
         vec![u(LS2)]
     );
+    // The ports diff re-keyed only P2: P1 still points at ls1.
+    assert_eq!(
+        store.find_by_index("Logical_Switch", "by_port", u(P1)),
+        vec![u(LS1)]
+    );
     assert_eq!(
         store.get("Logical_Switch", &u(LS1)).unwrap().get("ports"),
         Some(&Value::set([u(P1)])),

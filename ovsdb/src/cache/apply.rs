@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::index::IndexKey;
 use super::{CacheError, ChangeBatch, RowEvent, State, TableState, Writer};
 use crate::update::{
     apply_modify, MonitorCondSinceReply, RowUpdate, RowUpdate2, TableUpdates, TableUpdates2,
@@ -205,11 +206,13 @@ fn apply_table(
             }
             _ => None,
         };
+        let mut kept_diff = None;
         let new = match (change, &old) {
             (RowChange::Put(row), _) => Some(Arc::new(row)),
             (RowChange::Diff(diff), Some(old)) => {
                 let mut row = Row::clone(old);
                 apply_modify(&mut row, &diff, table.schema.as_ref());
+                kept_diff = Some(diff);
                 Some(Arc::new(row))
             }
             (RowChange::Merge(columns), Some(old)) => {
@@ -232,6 +235,13 @@ fn apply_table(
         if let Some(old) = &old {
             unindex(table, uuid, old, touched.as_deref());
         }
+        let change = ClientChange {
+            old: old.as_deref(),
+            new: new.as_deref(),
+            touched: touched.as_deref(),
+            diff: kept_diff.as_ref(),
+        };
+        update_client_indexes(table, uuid, change);
         match &new {
             Some(new) => {
                 table.rows.insert(uuid, new.clone());
@@ -286,9 +296,47 @@ fn unindex(table: &mut TableState, uuid: Uuid, row: &Row, touched: Option<&[Arc<
             index.remove(uuid, row, schema);
         }
     }
+}
+
+/// One row's change, as the client-side indexes need it.
+struct ClientChange<'a> {
+    old: Option<&'a Row>,
+    new: Option<&'a Row>,
+    touched: Option<&'a [Arc<str>]>,
+    /// The update2 diff of a modify.
+    diff: Option<&'a Row>,
+}
+
+/// Client-side indexes are not unique, so they are updated in one pass. A modify of a
+/// large set (a switch's `ports`) re-keys only the elements of its symmetric-difference
+/// diff instead of the whole set.
+fn update_client_indexes(table: &mut TableState, uuid: Uuid, change: ClientChange<'_>) {
+    let schema = table.schema.as_ref();
     for index in &mut table.client {
-        if affected(index.spec.iter().map(|s| s.column_name()), touched) {
-            index.remove(uuid, row, schema);
+        let Some(spec) = &index.spec else { continue };
+        let column = spec.column_name();
+        if !affected(std::iter::once(column), change.touched) {
+            continue;
+        }
+        let single = schema
+            .and_then(|t| t.column(column))
+            .is_some_and(|c| c.type_.is_single());
+        let set_diff = match (change.diff.and_then(|d| d.get(column)), &spec.key) {
+            (Some(Value::Set(diff)), IndexKey::Column(_)) if !single => Some(diff),
+            _ => None,
+        };
+        match (set_diff, change.new) {
+            (Some(diff), Some(new)) => {
+                index.apply_set_diff(uuid, diff, new.get(column).and_then(Value::as_set));
+            }
+            _ => {
+                if let Some(old) = change.old {
+                    index.remove(uuid, old, schema);
+                }
+                if let Some(new) = change.new {
+                    index.insert(uuid, new, schema);
+                }
+            }
         }
     }
 }
@@ -314,11 +362,6 @@ fn index(
                 existing,
                 new: uuid,
             });
-        }
-    }
-    for index in &mut table.client {
-        if affected(index.spec.iter().map(|s| s.column_name()), touched) {
-            index.insert(uuid, row, schema);
         }
     }
 }

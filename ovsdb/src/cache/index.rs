@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::schema::TableSchema;
-use crate::value::{Atom, Row, Uuid, Value};
+use crate::value::{Atom, Row, Set, Uuid, Value};
 
 /// What a client-side index is keyed by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -125,6 +125,21 @@ impl ClientIndex {
                 uuids.remove(&uuid);
                 if uuids.is_empty() {
                     self.entries.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Applies a symmetric-difference diff of an indexed set column: each element of
+    /// `diff` now in `new` was added, every other one removed.
+    pub(crate) fn apply_set_diff(&mut self, uuid: Uuid, diff: &Set, new: Option<&Set>) {
+        for atom in diff.iter() {
+            if new.is_some_and(|set| set.contains(atom)) {
+                self.entries.entry(atom.clone()).or_default().insert(uuid);
+            } else if let Some(uuids) = self.entries.get_mut(atom) {
+                uuids.remove(&uuid);
+                if uuids.is_empty() {
+                    self.entries.remove(atom);
                 }
             }
         }
