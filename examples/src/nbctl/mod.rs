@@ -5,6 +5,7 @@ pub mod acl;
 pub mod addr;
 pub mod lb;
 pub mod nat;
+pub mod policy;
 pub mod router;
 pub mod show;
 pub mod switch;
