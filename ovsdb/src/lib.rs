@@ -11,22 +11,25 @@
 //! - `client` (feature `client`): the tokio client, with clustered-server handling.
 //! - `codegen`: generates typed table models from a schema.
 
-pub mod value;
-pub mod schema;
-pub mod operation;
-pub mod update;
 pub mod cache;
-pub mod codec;
-pub mod rpc;
 #[cfg(feature = "client")]
 pub mod client;
+pub mod codec;
 pub mod codegen;
+pub mod operation;
+pub mod rpc;
+pub mod schema;
+pub mod update;
+pub mod value;
 
 pub use cache::{Store, Writer};
+#[cfg(feature = "client")]
+pub use client::{
+    Client, ClientOptions, Error as ClientError, Event, Monitor, MonitorMethod, MonitorRequest,
+    Remote,
+};
+pub use codec::{DecodeError as FrameDecodeError, Deframer, FrameError, JsonFramer};
 pub use operation::{Condition, Mutation, Operation, OperationResult, TransactError};
+pub use rpc::{Message, MessageError, RpcError};
 pub use schema::{DatabaseSchema, ValidationError};
 pub use value::{Atom, Datum, Map, NamedUuid, Row, Set, Uuid, Value};
-pub use codec::{DecodeError as FrameDecodeError, Deframer, FrameError, JsonFramer};
-pub use rpc::{Message, MessageError, RpcError};
-#[cfg(feature = "client")]
-pub use client::{Client, ClientOptions, Error as ClientError, Event, Monitor, MonitorMethod, MonitorRequest, Remote};
