@@ -49,12 +49,11 @@ fn json(text: &str) -> Result<Value, CniError> {
 
 /// A missing link is success for deletion (DEL must be idempotent).
 fn ignore_missing(result: Result<String, CniError>) -> Result<(), CniError> {
+    // "No such device" (ENODEV) comes when the link vanishes between `ip`'s lookup and
+    // its delete: the kernel tears a veth down asynchronously once its netns is gone.
+    const GONE: [&str; 3] = ["Cannot find device", "does not exist", "No such device"];
     match result {
-        Err(e)
-            if e.details.contains("Cannot find device") || e.details.contains("does not exist") =>
-        {
-            Ok(())
-        }
+        Err(e) if GONE.iter().any(|m| e.details.contains(m)) => Ok(()),
         other => other.map(drop),
     }
 }
