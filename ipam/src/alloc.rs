@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use crate::addr::{addr_value, IpFamily, Mac};
 use crate::error::AllocError;
 use crate::owner::{Allocation, AllocationRequest, MacRequest, Owner};
+use crate::owner_table::Slot;
 use crate::subnet::{Holder, Subnet};
 
 /// What to do with one family of an allocation.
@@ -36,7 +37,8 @@ impl Subnet {
                 pool: req.pool.clone().unwrap_or_default(),
             })?;
         let statics = self.by_family(&req.addresses)?;
-        let held = self.owners.get(owner).copied();
+        let slot = self.owners.find(owner);
+        let held = slot.map(|s| self.owners.get(s).alloc);
         let mut picks = [Pick::Keep; 2];
         for (i, pick) in picks.iter_mut().enumerate() {
             let Some(fam) = &self.families[i] else {
@@ -64,8 +66,12 @@ impl Subnet {
                 }
             };
         }
-        let mac = self.plan_mac(owner, held, req.mac)?;
-        Ok(self.commit(owner, held, picks, pool, mac, req.allow_excluded))
+        let mac = self.plan_mac(slot, held, req.mac)?;
+        let slot = match slot {
+            Some(slot) => slot,
+            None => self.owners.insert(owner.clone(), Allocation::default()),
+        };
+        Ok(self.commit(slot, picks, pool, mac, req.allow_excluded))
     }
 
     /// Checks a requested address; the error says exactly why it is refused.
@@ -97,7 +103,7 @@ impl Subnet {
             return Err(AllocError::AddressTaken {
                 subnet: subnet(),
                 address,
-                owner: holder.owner.clone(),
+                owner: self.owners.get(holder.slot).owner.clone(),
             });
         }
         if fam.cfg.excluded.contains(addr) && !req.allow_excluded {
@@ -121,7 +127,7 @@ impl Subnet {
     /// The MAC the owner ends up with.
     fn plan_mac(
         &mut self,
-        owner: &Owner,
+        slot: Option<Slot>,
         held: Option<Allocation>,
         req: MacRequest,
     ) -> Result<Option<Mac>, AllocError> {
@@ -130,10 +136,10 @@ impl Subnet {
             MacRequest::Generate => Ok(Some(held_mac.unwrap_or_else(|| self.unique_mac()))),
             MacRequest::None => Ok(held_mac),
             MacRequest::Static(mac) => match self.macs.get(&mac) {
-                Some(other) if other != owner => Err(AllocError::MacTaken {
+                Some(&other) if Some(other) != slot => Err(AllocError::MacTaken {
                     subnet: self.name.clone(),
                     mac,
-                    owner: other.clone(),
+                    owner: self.owners.get(other).owner.clone(),
                 }),
                 _ => Ok(Some(mac)),
             },
@@ -150,17 +156,17 @@ impl Subnet {
         }
     }
 
+    /// Applies planned picks and MAC to the owner in `slot` (a new owner
+    /// is already in the table, holding nothing).
     fn commit(
         &mut self,
-        owner: &Owner,
-        held: Option<Allocation>,
+        slot: Slot,
         picks: [Pick; 2],
         pool: usize,
         mac: Option<Mac>,
         allow_excluded: bool,
     ) -> Allocation {
-        let key = owner.clone();
-        let mut alloc = held.unwrap_or_default();
+        let mut alloc = self.owners.get(slot).alloc;
         for (i, pick) in picks.into_iter().enumerate() {
             let addr = match pick {
                 Pick::Keep => continue,
@@ -187,13 +193,7 @@ impl Subnet {
                     allow_excluded && fam.cfg.excluded.contains(addr)
                 }
             };
-            fam.using.insert(
-                addr,
-                Holder {
-                    owner: key.clone(),
-                    excluded_ok,
-                },
-            );
+            fam.using.insert(addr, Holder { slot, excluded_ok });
             alloc.set(family, Some(addr));
         }
         if alloc.mac != mac {
@@ -201,11 +201,11 @@ impl Subnet {
                 self.macs.remove(&old);
             }
             if let Some(new) = mac {
-                self.macs.insert(new, key.clone());
+                self.macs.insert(new, slot);
             }
             alloc.mac = mac;
         }
-        self.owners.insert(key, alloc);
+        self.owners.get_mut(slot).alloc = alloc;
         alloc
     }
 
@@ -223,7 +223,7 @@ impl Subnet {
 
     /// Releases everything `owner` holds here.
     pub(crate) fn release(&mut self, owner: &Owner) -> Option<Allocation> {
-        let (_, alloc) = self.owners.remove_entry(owner)?;
+        let alloc = self.owners.remove(owner)?.alloc;
         for (i, family) in IpFamily::ALL.into_iter().enumerate() {
             if let Some(addr) = alloc.address(family) {
                 self.free_address(i, addr_value(addr));
@@ -238,6 +238,7 @@ impl Subnet {
     /// The owner of an address, if live.
     pub(crate) fn owner_of(&self, address: IpAddr) -> Option<Owner> {
         let fam = self.families[IpFamily::of(address).index()].as_ref()?;
-        fam.using.get(&addr_value(address)).map(|h| h.owner.clone())
+        let holder = fam.using.get(&addr_value(address))?;
+        Some(self.owners.get(holder.slot).owner.clone())
     }
 }

@@ -161,7 +161,9 @@ impl Ipam {
 
     /// What `owner` holds in `subnet`.
     pub fn get(&self, subnet: &str, owner: &Owner) -> Result<Option<Allocation>, AllocError> {
-        self.with_subnet_alloc(subnet, |s| Ok(s.owners.get(owner).copied()))
+        self.with_subnet_alloc(subnet, |s| {
+            Ok(s.owners.find(owner).map(|slot| s.owners.get(slot).alloc))
+        })
     }
 
     /// Who holds `address` in `subnet`.
@@ -172,8 +174,8 @@ impl Ipam {
     /// Every allocation of a subnet, sorted by owner.
     pub fn allocations(&self, subnet: &str) -> Result<Vec<(Owner, Allocation)>, AllocError> {
         self.with_subnet_alloc(subnet, |s| {
-            let mut all: Vec<(Owner, Allocation)> =
-                s.owners.iter().map(|(o, a)| (o.clone(), *a)).collect();
+            let mut all = Vec::with_capacity(s.owners.len());
+            all.extend(s.owners.iter().map(|(_, r)| (r.owner.clone(), r.alloc)));
             all.sort_by(|a, b| a.0.cmp(&b.0));
             Ok(all)
         })

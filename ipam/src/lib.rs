@@ -52,6 +52,7 @@ mod error;
 mod hash;
 mod ipam;
 mod owner;
+mod owner_table;
 mod range_set;
 mod report;
 mod spec;

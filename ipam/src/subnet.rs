@@ -15,16 +15,18 @@ use std::net::IpAddr;
 use crate::addr::{addr_value, IpFamily, Mac, MacRng};
 use crate::error::{AllocError, SpecError};
 use crate::hash::FxHashMap;
-use crate::owner::{Allocation, ExistingAllocation, Owner};
+use crate::owner::{Allocation, ExistingAllocation};
+use crate::owner_table::{OwnerTable, Slot};
 use crate::range_set::RangeSet;
 use crate::report::{InvalidReason, Invalidated, RebuildProblem, RebuildReport, Rejected};
 use crate::spec::{FamilyConfig, SubnetConfig};
 use crate::usage::{FamilyUsage, Usage};
 
 /// Who holds a live address.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Holder {
-    pub(crate) owner: Owner,
+    /// The owner's slot in [`Subnet::owners`].
+    pub(crate) slot: Slot,
     /// Set for static allocations allowed to use excluded addresses; such an
     /// address stays valid when the exclusions change.
     pub(crate) excluded_ok: bool,
@@ -95,8 +97,8 @@ pub(crate) struct Subnet {
     /// Raw (unclipped) addresses of each named pool, indexed like
     /// `pool_names` (index 0 unused).
     pool_specs: Vec<[RangeSet; 2]>,
-    pub(crate) owners: FxHashMap<Owner, Allocation>,
-    pub(crate) macs: FxHashMap<Mac, Owner>,
+    pub(crate) owners: OwnerTable,
+    pub(crate) macs: FxHashMap<Mac, Slot>,
     pub(crate) rng: MacRng,
 }
 
@@ -120,7 +122,7 @@ impl Subnet {
             families: [None, None],
             pool_names: vec![String::new()],
             pool_specs: vec![[RangeSet::new(), RangeSet::new()]],
-            owners: FxHashMap::default(),
+            owners: OwnerTable::default(),
             macs: FxHashMap::default(),
             rng: MacRng::from_entropy(),
         };
@@ -139,6 +141,7 @@ impl Subnet {
     /// allows and returning the others (dropped from their owners).
     pub(crate) fn reconfigure(&mut self, config: SubnetConfig) -> Vec<Invalidated> {
         let mut invalid = Vec::new();
+        let mut dropped = Vec::new();
         for (i, new_cfg) in config.families.into_iter().enumerate() {
             let family = IpFamily::ALL[i];
             let old_using = self.families[i].take().map(|f| f.using).unwrap_or_default();
@@ -152,11 +155,14 @@ impl Subnet {
                     Ok(()) => {
                         using.insert(addr, holder);
                     }
-                    Err(reason) => invalid.push(Invalidated {
-                        owner: holder.owner.clone(),
-                        address: family.addr(addr),
-                        reason,
-                    }),
+                    Err(reason) => {
+                        invalid.push(Invalidated {
+                            owner: self.owners.get(holder.slot).owner.clone(),
+                            address: family.addr(addr),
+                            reason,
+                        });
+                        dropped.push((holder.slot, family));
+                    }
                 }
             }
             self.families[i] = new_cfg.map(|cfg| FamilyState {
@@ -165,8 +171,8 @@ impl Subnet {
                 pools: Vec::new(),
             });
         }
-        for inv in &invalid {
-            self.drop_address(&inv.owner, IpFamily::of(inv.address));
+        for (slot, family) in dropped {
+            self.drop_address(slot, family);
         }
         self.rebuild_pools();
         invalid
@@ -174,16 +180,14 @@ impl Subnet {
 
     /// Removes one family's address from an owner's record (the address is
     /// already out of `using`); forgets the owner once it holds nothing.
-    fn drop_address(&mut self, owner: &Owner, family: IpFamily) {
-        let Some(alloc) = self.owners.get_mut(owner) else {
-            return;
-        };
+    fn drop_address(&mut self, slot: Slot, family: IpFamily) {
+        let alloc = &mut self.owners.get_mut(slot).alloc;
         alloc.set(family, None);
         if alloc.v4.is_none() && alloc.v6.is_none() {
             if let Some(mac) = alloc.mac {
                 self.macs.remove(&mac);
             }
-            self.owners.remove(owner);
+            self.owners.remove_slot(slot);
         }
     }
 
@@ -287,7 +291,7 @@ impl Subnet {
         &self,
         entry: &ExistingAllocation,
     ) -> Result<[Option<u128>; 2], RebuildProblem> {
-        if self.owners.contains_key(&entry.owner) {
+        if self.owners.find(&entry.owner).is_some() {
             return Err(RebuildProblem::DuplicateOwner);
         }
         if entry.addresses.is_empty() {
@@ -319,15 +323,15 @@ impl Subnet {
             if let Some(holder) = fam.using.get(addr) {
                 return Err(RebuildProblem::AddressConflict {
                     address,
-                    kept: holder.owner.clone(),
+                    kept: self.owners.get(holder.slot).owner.clone(),
                 });
             }
         }
         if let Some(mac) = entry.mac {
-            if let Some(kept) = self.macs.get(&mac) {
+            if let Some(&kept) = self.macs.get(&mac) {
                 return Err(RebuildProblem::MacConflict {
                     mac,
-                    kept: kept.clone(),
+                    kept: self.owners.get(kept).owner.clone(),
                 });
             }
         }
@@ -335,26 +339,29 @@ impl Subnet {
     }
 
     fn load(&mut self, entry: ExistingAllocation, addrs: [Option<u128>; 2]) {
-        let owner = entry.owner;
         let mut alloc = Allocation {
             mac: entry.mac,
             ..Allocation::default()
         };
         for (i, addr) in addrs.into_iter().enumerate() {
+            if let (Some(addr), Some(fam)) = (addr, &self.families[i]) {
+                alloc.set(fam.cfg.family, Some(addr));
+            }
+        }
+        let slot = self.owners.insert(entry.owner, alloc);
+        for (i, addr) in addrs.into_iter().enumerate() {
             let (Some(addr), Some(fam)) = (addr, self.families[i].as_mut()) else {
                 continue;
             };
             let holder = Holder {
-                owner: owner.clone(),
+                slot,
                 excluded_ok: true,
             };
             fam.using.insert(addr, holder);
-            alloc.set(fam.cfg.family, Some(addr));
         }
         if let Some(mac) = entry.mac {
-            self.macs.insert(mac, owner.clone());
+            self.macs.insert(mac, slot);
         }
-        self.owners.insert(owner, alloc);
     }
 
     /// Splits requested addresses by family: at most one per family, and

@@ -1,0 +1,279 @@
+//! The owners of one subnet and what each holds.
+//!
+//! Records live in a slab and are named by their [`Slot`], so the address
+//! and MAC indexes store a `u32` instead of another copy of the owner (whose
+//! clone and drop cost four atomic reference-count updates). The owner index
+//! is an open-addressing table of slots with linear probing: an allocation
+//! hashes its owner once, and each record keeps the only stored copy of its
+//! owner. Memory follows the number of owners, never the subnet size.
+
+use std::hash::BuildHasher;
+
+use crate::hash::FxBuildHasher;
+use crate::owner::{Allocation, Owner};
+
+/// Index of an owner's record, stable while the owner holds anything.
+pub(crate) type Slot = u32;
+
+/// One owner and what it holds.
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    pub(crate) owner: Owner,
+    pub(crate) alloc: Allocation,
+}
+
+/// Owners by key, with stable slots.
+#[derive(Debug, Default)]
+pub(crate) struct OwnerTable {
+    hasher: FxBuildHasher,
+    /// Indexed by slot; `None` for free slots.
+    records: Vec<Option<Record>>,
+    /// Free slots, reused before the slab grows.
+    free: Vec<Slot>,
+    /// Linear-probing buckets: 0 when empty, else `tag << 32 | (slot + 1)`,
+    /// where the tag (the hash's high half) also picks the home bucket.
+    /// The length is 0 or a power of two, at least twice `len`.
+    buckets: Vec<u64>,
+    len: usize,
+}
+
+/// Where a bucket's probe starts.
+fn home(bucket: u64, mask: usize) -> usize {
+    (bucket >> 32) as usize & mask
+}
+
+impl OwnerTable {
+    fn tag(&self, owner: &Owner) -> u64 {
+        self.hasher.hash_one(owner) >> 32
+    }
+
+    /// Number of owners.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bucket holding `owner`.
+    fn find_bucket(&self, owner: &Owner) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let tag = self.tag(owner);
+        let mask = self.buckets.len() - 1;
+        let mut i = tag as usize & mask;
+        loop {
+            let b = self.buckets[i];
+            if b == 0 {
+                return None;
+            }
+            if b >> 32 == tag && self.get((b as u32) - 1).owner == *owner {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The slot of `owner`, if it holds anything.
+    pub(crate) fn find(&self, owner: &Owner) -> Option<Slot> {
+        self.find_bucket(owner)
+            .map(|i| (self.buckets[i] as u32) - 1)
+    }
+
+    /// The record in a live slot.
+    pub(crate) fn get(&self, slot: Slot) -> &Record {
+        match &self.records[slot as usize] {
+            Some(record) => record,
+            None => unreachable!("slot {slot} is free"),
+        }
+    }
+
+    /// The record in a live slot, mutably.
+    pub(crate) fn get_mut(&mut self, slot: Slot) -> &mut Record {
+        match &mut self.records[slot as usize] {
+            Some(record) => record,
+            None => unreachable!("slot {slot} is free"),
+        }
+    }
+
+    /// Adds an owner that is not in the table yet.
+    pub(crate) fn insert(&mut self, owner: Owner, alloc: Allocation) -> Slot {
+        debug_assert!(self.find(&owner).is_none(), "{owner} inserted twice");
+        if (self.len + 1) * 2 > self.buckets.len() {
+            self.grow();
+        }
+        let tag = self.tag(&owner);
+        let record = Some(Record { owner, alloc });
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.records[slot as usize] = record;
+                slot
+            }
+            None => {
+                let slot = Slot::try_from(self.records.len())
+                    .ok()
+                    .filter(|s| *s < Slot::MAX)
+                    .expect("fewer than 2^32 - 1 owners per subnet");
+                self.records.push(record);
+                slot
+            }
+        };
+        self.place(tag << 32 | (u64::from(slot) + 1));
+        self.len += 1;
+        slot
+    }
+
+    /// Puts a bucket value at the first empty bucket from its home.
+    fn place(&mut self, bucket: u64) {
+        let mask = self.buckets.len() - 1;
+        let mut i = home(bucket, mask);
+        while self.buckets[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.buckets[i] = bucket;
+    }
+
+    fn grow(&mut self) {
+        let size = (self.buckets.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.buckets, vec![0; size]);
+        for b in old.into_iter().filter(|b| *b != 0) {
+            self.place(b);
+        }
+    }
+
+    /// Removes `owner`, returning its record.
+    pub(crate) fn remove(&mut self, owner: &Owner) -> Option<Record> {
+        let i = self.find_bucket(owner)?;
+        Some(self.remove_bucket(i))
+    }
+
+    /// Removes the owner in a live slot, returning its record.
+    pub(crate) fn remove_slot(&mut self, slot: Slot) -> Record {
+        let want = self.tag(&self.get(slot).owner) << 32 | (u64::from(slot) + 1);
+        let mask = self.buckets.len() - 1;
+        let mut i = home(want, mask);
+        while self.buckets[i] != want {
+            debug_assert_ne!(self.buckets[i], 0, "live slot {slot} not indexed");
+            i = (i + 1) & mask;
+        }
+        self.remove_bucket(i)
+    }
+
+    /// Empties bucket `i` (backward-shift deletion keeps every probe
+    /// sequence unbroken without tombstones) and frees its slot.
+    fn remove_bucket(&mut self, i: usize) -> Record {
+        let slot = (self.buckets[i] as u32) - 1;
+        let mask = self.buckets.len() - 1;
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let b = self.buckets[j];
+            if b == 0 {
+                break;
+            }
+            // `b` may fill the hole when the hole lies on its probe path.
+            if j.wrapping_sub(home(b, mask)) & mask >= j.wrapping_sub(hole) & mask {
+                self.buckets[hole] = b;
+                hole = j;
+            }
+        }
+        self.buckets[hole] = 0;
+        self.len -= 1;
+        self.free.push(slot);
+        match self.records[slot as usize].take() {
+            Some(record) => record,
+            None => unreachable!("indexed slot {slot} is free"),
+        }
+    }
+
+    /// Every live record, with its slot, in slot order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Slot, &Record)> + '_ {
+        self.records
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, r)| r.as_ref().map(|r| (slot as Slot, r)))
+    }
+
+    /// Forgets every owner (keeping the allocated capacity).
+    pub(crate) fn clear(&mut self) {
+        self.records.clear();
+        self.free.clear();
+        self.buckets.iter_mut().for_each(|b| *b = 0);
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn owner(i: u16) -> Owner {
+        Owner::new(
+            format!("ns/pod-{i}"),
+            if i % 3 == 0 { "eth1" } else { "ovn" },
+        )
+    }
+
+    fn v4(i: u16) -> Allocation {
+        let mut a = Allocation::default();
+        a.set(crate::addr::IpFamily::V4, Some(u128::from(i)));
+        a
+    }
+
+    /// Checks the table against a model: lookups, slots and records agree.
+    fn check(table: &OwnerTable, model: &HashMap<u16, Slot>) {
+        assert_eq!(table.len(), model.len());
+        assert_eq!(table.iter().count(), model.len());
+        for (&i, &slot) in model {
+            assert_eq!(table.find(&owner(i)), Some(slot));
+            assert_eq!(table.get(slot).owner, owner(i));
+            assert_eq!(table.get(slot).alloc, v4(i));
+        }
+    }
+
+    #[test]
+    fn growth_and_slot_reuse() {
+        let mut table = OwnerTable::default();
+        let mut model = HashMap::new();
+        for i in 0..1000 {
+            model.insert(i, table.insert(owner(i), v4(i)));
+        }
+        check(&table, &model);
+        for i in (0..1000).step_by(2) {
+            let slot = model.remove(&i).unwrap();
+            assert_eq!(table.remove(&owner(i)).unwrap().owner, owner(i));
+            assert!(table.find(&owner(i)).is_none());
+            // The freed slot is the next one handed out.
+            let again = table.insert(owner(i + 1000), v4(i + 1000));
+            assert_eq!(again, slot);
+            assert_eq!(table.remove_slot(again).owner, owner(i + 1000));
+        }
+        check(&table, &model);
+        table.clear();
+        assert!(table.find(&owner(1)).is_none());
+        check(&table, &HashMap::new());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn matches_a_hash_map(ops in proptest::collection::vec((0u8..3, 0u16..48), 1..200)) {
+            let mut table = OwnerTable::default();
+            let mut model: HashMap<u16, Slot> = HashMap::new();
+            for (op, i) in ops {
+                match (op, model.contains_key(&i)) {
+                    (0, false) => { model.insert(i, table.insert(owner(i), v4(i))); }
+                    (0, true) | (1, _) => {
+                        let removed = table.remove(&owner(i)).map(|r| r.owner);
+                        proptest::prop_assert_eq!(removed, model.remove(&i).map(|_| owner(i)));
+                    }
+                    (_, true) => {
+                        let slot = model.remove(&i).unwrap();
+                        proptest::prop_assert_eq!(table.remove_slot(slot).owner, owner(i));
+                    }
+                    (_, false) => proptest::prop_assert!(table.find(&owner(i)).is_none()),
+                }
+                check(&table, &model);
+            }
+        }
+    }
+}
