@@ -2,6 +2,7 @@
 //! errors arise), then commit, so a failed request changes nothing and dual
 //! stack gets both families or neither.
 
+use std::collections::hash_map::Entry;
 use std::net::IpAddr;
 
 use crate::addr::{addr_value, IpFamily, Mac};
@@ -21,6 +22,17 @@ enum Pick {
     Next(u128),
 }
 
+/// What to do with the MAC of an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MacPlan {
+    /// Keep what the owner holds (a MAC or none).
+    Keep,
+    /// Generate a fresh unique MAC (the owner holds none).
+    Generate,
+    /// Take this MAC (free, or already the owner's).
+    Static(Mac),
+}
+
 impl Subnet {
     /// Allocates for `owner`, or returns what it already holds (filling in
     /// any missing family, and moving to newly requested static addresses
@@ -37,7 +49,8 @@ impl Subnet {
                 pool: req.pool.clone().unwrap_or_default(),
             })?;
         let statics = self.by_family(&req.addresses)?;
-        let slot = self.owners.find(owner);
+        let tag = self.owners.tag(owner);
+        let slot = self.owners.lookup(owner, tag);
         let held = slot.map(|s| self.owners.get(s).alloc);
         let mut picks = [Pick::Keep; 2];
         for (i, pick) in picks.iter_mut().enumerate() {
@@ -69,7 +82,9 @@ impl Subnet {
         let mac = self.plan_mac(slot, held, req.mac)?;
         let slot = match slot {
             Some(slot) => slot,
-            None => self.owners.insert(owner.clone(), Allocation::default()),
+            None => self
+                .owners
+                .insert_tagged(owner.clone(), tag, Allocation::default()),
         };
         Ok(self.commit(slot, picks, pool, mac, req.allow_excluded))
     }
@@ -124,33 +139,36 @@ impl Subnet {
         Ok(())
     }
 
-    /// The MAC the owner ends up with.
+    /// How the owner's MAC changes.
     fn plan_mac(
-        &mut self,
+        &self,
         slot: Option<Slot>,
         held: Option<Allocation>,
         req: MacRequest,
-    ) -> Result<Option<Mac>, AllocError> {
+    ) -> Result<MacPlan, AllocError> {
         let held_mac = held.and_then(|h| h.mac);
         match req {
-            MacRequest::Generate => Ok(Some(held_mac.unwrap_or_else(|| self.unique_mac()))),
-            MacRequest::None => Ok(held_mac),
+            MacRequest::Generate if held_mac.is_none() => Ok(MacPlan::Generate),
+            MacRequest::Generate | MacRequest::None => Ok(MacPlan::Keep),
+            MacRequest::Static(mac) if held_mac == Some(mac) => Ok(MacPlan::Keep),
             MacRequest::Static(mac) => match self.macs.get(&mac) {
                 Some(&other) if Some(other) != slot => Err(AllocError::MacTaken {
                     subnet: self.name.clone(),
                     mac,
                     owner: self.owners.get(other).owner.clone(),
                 }),
-                _ => Ok(Some(mac)),
+                _ => Ok(MacPlan::Static(mac)),
             },
         }
     }
 
-    /// A random locally administered unicast MAC no owner here holds.
-    fn unique_mac(&mut self) -> Mac {
+    /// A random locally administered unicast MAC no owner here holds,
+    /// recorded as `slot`'s (one hash lookup when the first draw is free).
+    fn claim_unique_mac(&mut self, slot: Slot) -> Mac {
         loop {
             let mac = Mac::local_unicast(self.rng.next_u64());
-            if !self.macs.contains_key(&mac) {
+            if let Entry::Vacant(free) = self.macs.entry(mac) {
+                free.insert(slot);
                 return mac;
             }
         }
@@ -163,7 +181,7 @@ impl Subnet {
         slot: Slot,
         picks: [Pick; 2],
         pool: usize,
-        mac: Option<Mac>,
+        mac: MacPlan,
         allow_excluded: bool,
     ) -> Allocation {
         let mut alloc = self.owners.get(slot).alloc;
@@ -196,14 +214,16 @@ impl Subnet {
             fam.using.insert(addr, Holder { slot, excluded_ok });
             alloc.set(family, Some(addr));
         }
-        if alloc.mac != mac {
-            if let Some(old) = alloc.mac {
-                self.macs.remove(&old);
-            }
-            if let Some(new) = mac {
+        match mac {
+            MacPlan::Keep => {}
+            MacPlan::Generate => alloc.mac = Some(self.claim_unique_mac(slot)),
+            MacPlan::Static(new) => {
+                if let Some(old) = alloc.mac {
+                    self.macs.remove(&old);
+                }
                 self.macs.insert(new, slot);
+                alloc.mac = Some(new);
             }
-            alloc.mac = mac;
         }
         self.owners.get_mut(slot).alloc = alloc;
         alloc

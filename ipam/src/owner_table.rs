@@ -8,6 +8,7 @@
 //! owner. Memory follows the number of owners, never the subnet size.
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use crate::hash::FxBuildHasher;
 use crate::owner::{Allocation, Owner};
@@ -37,14 +38,28 @@ pub(crate) struct OwnerTable {
     len: usize,
 }
 
+/// The high half of an owner's hash: it picks the home bucket and is kept
+/// in the bucket to skip most key comparisons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tag(u64);
+
 /// Where a bucket's probe starts.
 fn home(bucket: u64, mask: usize) -> usize {
     (bucket >> 32) as usize & mask
 }
 
+/// Owner equality, short-cut when both share their strings (the usual case:
+/// the caller passes the owner it allocated with).
+fn same(a: &Owner, b: &Owner) -> bool {
+    (Arc::ptr_eq(&a.pod, &b.pod) || a.pod == b.pod)
+        && (Arc::ptr_eq(&a.nic, &b.nic) || a.nic == b.nic)
+}
+
 impl OwnerTable {
-    fn tag(&self, owner: &Owner) -> u64 {
-        self.hasher.hash_one(owner) >> 32
+    /// Hashes an owner, for [`OwnerTable::lookup`] and
+    /// [`OwnerTable::insert_tagged`].
+    pub(crate) fn tag(&self, owner: &Owner) -> Tag {
+        Tag(self.hasher.hash_one(owner) >> 32)
     }
 
     /// Number of owners.
@@ -53,11 +68,10 @@ impl OwnerTable {
     }
 
     /// The bucket holding `owner`.
-    fn find_bucket(&self, owner: &Owner) -> Option<usize> {
+    fn find_bucket(&self, owner: &Owner, Tag(tag): Tag) -> Option<usize> {
         if self.len == 0 {
             return None;
         }
-        let tag = self.tag(owner);
         let mask = self.buckets.len() - 1;
         let mut i = tag as usize & mask;
         loop {
@@ -65,7 +79,7 @@ impl OwnerTable {
             if b == 0 {
                 return None;
             }
-            if b >> 32 == tag && self.get((b as u32) - 1).owner == *owner {
+            if b >> 32 == tag && same(&self.get((b as u32) - 1).owner, owner) {
                 return Some(i);
             }
             i = (i + 1) & mask;
@@ -74,7 +88,12 @@ impl OwnerTable {
 
     /// The slot of `owner`, if it holds anything.
     pub(crate) fn find(&self, owner: &Owner) -> Option<Slot> {
-        self.find_bucket(owner)
+        self.lookup(owner, self.tag(owner))
+    }
+
+    /// [`OwnerTable::find`] with the owner's tag already computed.
+    pub(crate) fn lookup(&self, owner: &Owner, tag: Tag) -> Option<Slot> {
+        self.find_bucket(owner, tag)
             .map(|i| (self.buckets[i] as u32) - 1)
     }
 
@@ -96,11 +115,16 @@ impl OwnerTable {
 
     /// Adds an owner that is not in the table yet.
     pub(crate) fn insert(&mut self, owner: Owner, alloc: Allocation) -> Slot {
+        let tag = self.tag(&owner);
+        self.insert_tagged(owner, tag, alloc)
+    }
+
+    /// [`OwnerTable::insert`] with the owner's tag already computed.
+    pub(crate) fn insert_tagged(&mut self, owner: Owner, Tag(tag): Tag, alloc: Allocation) -> Slot {
         debug_assert!(self.find(&owner).is_none(), "{owner} inserted twice");
         if (self.len + 1) * 2 > self.buckets.len() {
             self.grow();
         }
-        let tag = self.tag(&owner);
         let record = Some(Record { owner, alloc });
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -141,13 +165,13 @@ impl OwnerTable {
 
     /// Removes `owner`, returning its record.
     pub(crate) fn remove(&mut self, owner: &Owner) -> Option<Record> {
-        let i = self.find_bucket(owner)?;
+        let i = self.find_bucket(owner, self.tag(owner))?;
         Some(self.remove_bucket(i))
     }
 
     /// Removes the owner in a live slot, returning its record.
     pub(crate) fn remove_slot(&mut self, slot: Slot) -> Record {
-        let want = self.tag(&self.get(slot).owner) << 32 | (u64::from(slot) + 1);
+        let want = self.tag(&self.get(slot).owner).0 << 32 | (u64::from(slot) + 1);
         let mask = self.buckets.len() - 1;
         let mut i = home(want, mask);
         while self.buckets[i] != want {
