@@ -119,6 +119,11 @@ impl Hasher for FxHasher {
     }
 
     #[inline]
+    fn write_u128(&mut self, i: u128) {
+        self.hash = folded_multiply((i as u64) ^ self.hash ^ K1, ((i >> 64) as u64) ^ K2 ^ 16);
+    }
+
+    #[inline]
     fn write_usize(&mut self, i: usize) {
         self.add(i as u64);
     }

@@ -9,7 +9,6 @@
 //! pod's address from going straight to a new pod while stale ARP/conntrack
 //! entries may still point at it.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use crate::addr::{addr_value, IpFamily, Mac, MacRng};
@@ -76,14 +75,25 @@ impl PoolState {
 #[derive(Debug, Clone)]
 pub(crate) struct FamilyState {
     pub(crate) cfg: FamilyConfig,
-    pub(crate) using: BTreeMap<u128, Holder>,
+    /// Live addresses. A hash map: allocation and release cost `O(1)`
+    /// whatever the number of live addresses; the rare ordered views
+    /// (usage, pool rebuilds) sort the keys.
+    pub(crate) using: FxHashMap<u128, Holder>,
     /// Indexed like [`Subnet::pool_names`].
     pub(crate) pools: Vec<PoolState>,
 }
 
 impl FamilyState {
+    /// Live addresses as a set; `O(n log n)`.
     fn using_set(&self) -> RangeSet {
-        RangeSet::from_sorted(self.using.keys().copied())
+        self.using_set_in(|_| true)
+    }
+
+    /// Live addresses for which `keep` holds, as a set.
+    fn using_set_in(&self, keep: impl Fn(u128) -> bool) -> RangeSet {
+        let mut addrs: Vec<u128> = self.using.keys().copied().filter(|a| keep(*a)).collect();
+        addrs.sort_unstable();
+        RangeSet::from_sorted(addrs)
     }
 }
 
@@ -145,7 +155,9 @@ impl Subnet {
         for (i, new_cfg) in config.families.into_iter().enumerate() {
             let family = IpFamily::ALL[i];
             let old_using = self.families[i].take().map(|f| f.using).unwrap_or_default();
-            let mut using = BTreeMap::new();
+            let mut using = FxHashMap::default();
+            using.reserve(old_using.len());
+            let mut lost = Vec::new();
             for (addr, holder) in old_using {
                 let verdict = match &new_cfg {
                     None => Err(InvalidReason::FamilyRemoved),
@@ -155,15 +167,18 @@ impl Subnet {
                     Ok(()) => {
                         using.insert(addr, holder);
                     }
-                    Err(reason) => {
-                        invalid.push(Invalidated {
-                            owner: self.owners.get(holder.slot).owner.clone(),
-                            address: family.addr(addr),
-                            reason,
-                        });
-                        dropped.push((holder.slot, family));
-                    }
+                    Err(reason) => lost.push((addr, holder.slot, reason)),
                 }
+            }
+            // Reported in address order, whatever the map's order.
+            lost.sort_unstable_by_key(|(addr, _, _)| *addr);
+            for (addr, slot, reason) in lost {
+                invalid.push(Invalidated {
+                    owner: self.owners.get(slot).owner.clone(),
+                    address: family.addr(addr),
+                    reason,
+                });
+                dropped.push((slot, family));
             }
             self.families[i] = new_cfg.map(|cfg| FamilyState {
                 cfg,
@@ -400,11 +415,7 @@ impl Subnet {
                 }
                 Some(idx) => {
                     let p = &fam.pools[idx];
-                    let using = p
-                        .universe
-                        .iter()
-                        .flat_map(|(s, e)| fam.using.range(s..=e).map(|(a, _)| *a));
-                    (p.free(), RangeSet::from_sorted(using))
+                    (p.free(), fam.using_set_in(|a| p.universe.contains(a)))
                 }
             };
             let figures = FamilyUsage::new(fam.cfg.family, &available, &using);
