@@ -207,7 +207,9 @@ impl Subnet {
                     let _ = fam
                         .pools
                         .iter_mut()
-                        .any(|p| p.fresh.remove(addr) || p.released.remove(addr));
+                        // Released first: usually the smaller set, and
+                        // where a re-requested address sits.
+                        .any(|p| p.released.remove(addr) || p.fresh.remove(addr));
                     allow_excluded && fam.cfg.excluded.contains(addr)
                 }
             };

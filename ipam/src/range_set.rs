@@ -153,21 +153,30 @@ impl RangeSet {
 
     /// [`RangeSet::insert`] of an address above `head` and not touching it.
     fn rest_insert(&mut self, addr: u128) -> bool {
-        // A range starting right after `addr` merges into it. If `addr` is
-        // already present no range can start at `addr + 1` (it would touch
-        // the one holding `addr`), so this removes nothing then.
-        let next_end = addr.checked_add(1).and_then(|n| self.rest.remove(&n));
-        if let Some((_, end)) = self.rest.range_mut(..=addr).next_back() {
-            if addr <= *end {
-                debug_assert!(next_end.is_none());
-                return false;
-            }
-            if *end + 1 == addr {
-                *end = next_end.unwrap_or(addr);
+        // One descent finds both neighbours: the range starting at
+        // `addr + 1` (if any) and the one before it.
+        let next_start = addr.saturating_add(1);
+        let mut around = self.rest.range_mut(..=next_start);
+        let (next, prev) = match around.next_back() {
+            Some((&s, e)) if s == next_start && s != addr => (Some(*e), around.next_back()),
+            last => (None, last),
+        };
+        match prev {
+            Some((_, end)) if addr <= *end => return false,
+            Some((_, end)) if *end + 1 == addr => {
+                // Extends the previous range, maybe up to the next one.
+                *end = next.unwrap_or(addr);
+                if next.is_some() {
+                    self.rest.remove(&next_start);
+                }
                 return true;
             }
+            _ => {}
         }
-        self.rest.insert(addr, next_end.unwrap_or(addr));
+        if next.is_some() {
+            self.rest.remove(&next_start);
+        }
+        self.rest.insert(addr, next.unwrap_or(addr));
         true
     }
 
