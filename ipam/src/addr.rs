@@ -71,8 +71,17 @@ pub(crate) fn addr_value(addr: IpAddr) -> u128 {
 }
 
 /// A 48-bit Ethernet MAC address, written `aa:bb:cc:dd:ee:ff`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Mac(pub [u8; 6]);
+
+/// Hashes as one 48-bit integer (the derived impl would hash a length and
+/// a byte slice): MACs are looked up on every allocation and release.
+impl std::hash::Hash for Mac {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let [a, b, c, d, e, f] = self.0;
+        state.write_u64(u64::from_be_bytes([0, 0, a, b, c, d, e, f]));
+    }
+}
 
 impl Mac {
     /// True for a group (multicast/broadcast) address: bit 0 of the first octet.
