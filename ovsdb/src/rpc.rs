@@ -176,6 +176,24 @@ pub fn params_to_raw<T: Serialize + ?Sized>(params: &T) -> Box<RawValue> {
         .unwrap_or_else(|_| RawValue::from_string("[]".to_owned()).expect("valid JSON"))
 }
 
+/// Writes the request `{"id":<id>,"method":<method>,"params":<params>}` straight into
+/// `out`, without building a [`Message`] or a `serde_json::Value` tree first. `params`
+/// must serialize to a JSON array; if it cannot be serialized, `[]` is written instead
+/// (as [`params_to_raw`] does).
+pub fn encode_request<T: Serialize + ?Sized>(out: &mut Vec<u8>, id: u64, method: &str, params: &T) {
+    use std::io::Write as _;
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "{{\"id\":{id},\"method\":");
+    let _ = serde_json::to_writer(&mut *out, method);
+    out.extend_from_slice(b",\"params\":");
+    let mark = out.len();
+    if serde_json::to_writer(&mut *out, params).is_err() {
+        out.truncate(mark);
+        out.extend_from_slice(b"[]");
+    }
+    out.push(b'}');
+}
+
 impl Message {
     /// A request with the given id.
     pub fn request(id: impl Into<Value>, method: impl Into<String>, params: Vec<Value>) -> Self {

@@ -1,5 +1,6 @@
 //! One connection to one server: framed I/O, requests awaiting replies, probe timing.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use crate::rpc::Message;
 pub(crate) enum Pending {
     /// A caller waits on `reply`.
     User {
-        method: String,
+        method: Cow<'static, str>,
         transact: bool,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
     },
@@ -78,6 +79,11 @@ impl Conn {
             .map_err(|e| Ended::Lost(format!("writing to {}: {e}", self.remote)))
     }
 
+    /// Queues an already encoded message without flushing.
+    pub fn feed_encoded(&mut self, frame: &[u8]) {
+        self.framed.write_buffer_mut().extend_from_slice(frame);
+    }
+
     pub async fn flush(&mut self) -> Result<(), Ended> {
         SinkExt::<&Message>::flush(&mut self.framed)
             .await
@@ -125,7 +131,7 @@ impl Conn {
                         }
                     } else {
                         Error::ConnectionLost {
-                            method,
+                            method: method.into_owned(),
                             remote: remote.clone(),
                         }
                     };

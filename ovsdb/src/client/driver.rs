@@ -3,6 +3,8 @@
 //! reconnects (with backoff, to the next remote) when the connection or the server's
 //! suitability is lost.
 
+use std::borrow::Cow;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +12,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio::time::{sleep, sleep_until, Instant};
+use tokio::time::{sleep, sleep_until, Instant, Sleep};
 use tracing::{debug, info, warn};
 
 use super::conn::{Conn, Ended, Pending};
@@ -25,8 +27,9 @@ use crate::rpc::{params_to_raw, Message, RpcError};
 pub(crate) enum Command {
     Call {
         id: u64,
-        method: String,
-        params: Box<RawValue>,
+        method: Cow<'static, str>,
+        /// The whole request, already encoded by the caller.
+        frame: Vec<u8>,
         transact: bool,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
     },
@@ -227,8 +230,14 @@ impl Driver {
 
     /// Serves one connection until it ends.
     async fn serve(&mut self, conn: &mut Conn) -> Ended {
+        // One timer per connection, re-armed only when it fires: traffic only ever moves
+        // the probe deadline later, so resetting a timer on every message (a timer-wheel
+        // update per request) is not needed. No probing, no timer at all.
+        let mut probe_timer = self
+            .options
+            .probe_interval
+            .map(|_| Box::pin(sleep_until(self.probe_deadline(conn))));
         loop {
-            let probe_at = self.probe_deadline(conn);
             let step = tokio::select! {
                 biased;
                 message = conn.receive() => match message {
@@ -239,7 +248,17 @@ impl Driver {
                     Some(command) => self.commands_batch(conn, command).await,
                     None => Err(Ended::Shutdown),
                 },
-                _ = sleep_until(probe_at) => self.probe(conn).await,
+                () = fired(&mut probe_timer) => {
+                    let step = if Instant::now() >= self.probe_deadline(conn) {
+                        self.probe(conn).await
+                    } else {
+                        Ok(())
+                    };
+                    if let Some(timer) = &mut probe_timer {
+                        timer.as_mut().reset(self.probe_deadline(conn));
+                    }
+                    step
+                }
             };
             if let Err(ended) = step {
                 return ended;
@@ -267,7 +286,7 @@ impl Driver {
             Command::Call {
                 id,
                 method,
-                params,
+                frame,
                 transact,
                 reply,
             } => {
@@ -275,11 +294,6 @@ impl Driver {
                     // Dropped before it was sent: nothing to send, nothing to cancel.
                     return Ok(());
                 }
-                let request = Message::Request {
-                    id: json!(id),
-                    method: method.clone(),
-                    params,
-                };
                 conn.pending.insert(
                     id,
                     Pending::User {
@@ -288,7 +302,8 @@ impl Driver {
                         reply,
                     },
                 );
-                conn.feed(&request).await
+                conn.feed_encoded(&frame);
+                Ok(())
             }
             Command::Notify { method, params } => {
                 conn.feed(&Message::Notification { method, params }).await
@@ -383,7 +398,10 @@ impl Driver {
         };
         match pending {
             Pending::User { method, reply, .. } => {
-                let _ = reply.send(outcome.map_err(|error| Error::Rpc { method, error }));
+                let _ = reply.send(outcome.map_err(|error| Error::Rpc {
+                    method: method.into_owned(),
+                    error,
+                }));
             }
             Pending::MonitorStart { monitor, reply } => {
                 let applied = match outcome {
@@ -464,9 +482,10 @@ impl Driver {
         Ok(())
     }
 
+    /// When to probe (or give up on an unanswered probe); far away when probing is off.
     fn probe_deadline(&self, conn: &Conn) -> Instant {
         match self.options.probe_interval {
-            None => Instant::now() + Duration::from_secs(3600),
+            None => conn.last_rx + Duration::from_secs(3600),
             Some(interval) => match conn.probe_sent {
                 Some(sent) => sent + interval,
                 None => conn.last_rx + interval,
@@ -487,5 +506,13 @@ impl Driver {
         conn.pending.insert(id, Pending::Probe);
         conn.probe_sent = Some(Instant::now());
         conn.send(&Message::request(id, "echo", vec![])).await
+    }
+}
+
+/// Completes when the probe timer fires; never when there is none.
+async fn fired(timer: &mut Option<Pin<Box<Sleep>>>) {
+    match timer {
+        Some(timer) => timer.as_mut().await,
+        None => std::future::pending().await,
     }
 }

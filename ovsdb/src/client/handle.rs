@@ -1,5 +1,6 @@
 //! [`Client`]: the handle callers use, and [`PendingRequest`], a cancellable reply.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -19,7 +20,7 @@ use super::monitor::Monitors;
 use super::server::ServerWatch;
 use super::{ClientOptions, Event};
 use crate::operation::{Operation, OperationResult, TransactReply};
-use crate::rpc::params_to_raw;
+use crate::rpc::{encode_request, params_to_raw};
 use crate::schema::DatabaseSchema;
 
 /// A connection to an OVSDB server (or cluster); cheap to clone. The session ends when
@@ -115,16 +116,29 @@ impl Client {
         method: &str,
         params: &P,
     ) -> PendingRequest {
-        self.request_raw(method, params_to_raw(params), method == "transact")
+        self.request_encoded(method, params, method == "transact")
     }
 
-    fn request_raw(&self, method: &str, params: Box<RawValue>, transact: bool) -> PendingRequest {
+    /// Numbers the request and encodes it here, on the caller's task, so the connection
+    /// task only copies finished bytes into its write buffer.
+    fn request_encoded<P: serde::Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        transact: bool,
+    ) -> PendingRequest {
         let id = self.next_id();
+        let mut frame = Vec::with_capacity(128);
+        encode_request(&mut frame, id, method, params);
         let (reply, rx) = oneshot::channel();
+        let method = match method {
+            "transact" => Cow::Borrowed("transact"),
+            other => Cow::Owned(other.to_owned()),
+        };
         let sent = self.send(Command::Call {
             id,
-            method: method.to_owned(),
-            params,
+            method,
+            frame,
             transact,
             reply,
         });
@@ -214,12 +228,12 @@ impl Client {
     /// can be given to [`Client::cancel`] (useful for a blocking `wait`). Decode the
     /// result with [`TransactReply::from_str`].
     pub fn transact_request(&self, database: &str, operations: &[Operation]) -> PendingRequest {
-        self.request_raw(
+        self.request_encoded(
             "transact",
-            params_to_raw(&TransactParams {
+            &TransactParams {
                 database,
                 operations,
-            }),
+            },
             true,
         )
     }
