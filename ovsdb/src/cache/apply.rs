@@ -197,6 +197,13 @@ fn apply_table(
     outcome: &mut Outcome,
 ) {
     let mut entering: Vec<(Uuid, Arc<Row>, Touched)> = Vec::with_capacity(rows.len());
+    // A full dump puts every row at once: size the table once instead of growing (and
+    // rehashing) it step by step.
+    let puts = rows
+        .iter()
+        .filter(|(_, c)| matches!(c, RowChange::Put(_)))
+        .count();
+    table.rows.reserve(puts);
     for (uuid, change) in rows {
         let old = table.rows.get(&uuid).cloned();
         // A modify only re-keys the indexes that read a changed column.
