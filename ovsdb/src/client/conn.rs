@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -14,6 +15,9 @@ use super::error::Error;
 use super::remote::{Remote, Stream};
 use crate::codec::{DecodeError, JsonRpcCodec};
 use crate::rpc::Message;
+
+/// Queued request bytes beyond which queuing writes them out before the batch ends.
+const WRITE_HIGH_WATER: usize = 256 * 1024;
 
 /// Where the reply to a request we sent must go.
 #[derive(Debug)]
@@ -35,12 +39,34 @@ pub(crate) enum Pending {
     Ignore,
 }
 
+/// Hashes our own request ids (sequential integers chosen by us, not by the peer) with
+/// one multiplication instead of SipHash: a lookup per reply is on the hot path.
+#[derive(Debug, Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        // Fibonacci hashing spreads sequential ids over the high bits hashbrown uses.
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// A live connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub remote: Remote,
     framed: Framed<Stream, JsonRpcCodec>,
-    pub pending: HashMap<u64, Pending>,
+    pub pending: HashMap<u64, Pending, BuildHasherDefault<IdHasher>>,
     /// When something last arrived (any message counts as liveness, as in OVS).
     pub last_rx: Instant,
     /// When our outstanding probe was sent.
@@ -65,7 +91,7 @@ impl Conn {
         Ok(Conn {
             remote: remote.clone(),
             framed: Framed::new(stream, JsonRpcCodec::new(max_len)),
-            pending: HashMap::new(),
+            pending: HashMap::default(),
             last_rx: Instant::now(),
             probe_sent: None,
         })
@@ -79,9 +105,15 @@ impl Conn {
             .map_err(|e| Ended::Lost(format!("writing to {}: {e}", self.remote)))
     }
 
-    /// Queues an already encoded message without flushing.
-    pub fn feed_encoded(&mut self, frame: &[u8]) {
-        self.framed.write_buffer_mut().extend_from_slice(frame);
+    /// Queues an already encoded message; writes out once much is queued, so a burst
+    /// of large requests does not pile up in memory before the batch's flush.
+    pub async fn feed_encoded(&mut self, frame: &[u8]) -> Result<(), Ended> {
+        let buffer = self.framed.write_buffer_mut();
+        buffer.extend_from_slice(frame);
+        if buffer.len() >= WRITE_HIGH_WATER {
+            self.flush().await?;
+        }
+        Ok(())
     }
 
     pub async fn flush(&mut self) -> Result<(), Ended> {

@@ -302,8 +302,7 @@ impl Driver {
                         reply,
                     },
                 );
-                conn.feed_encoded(&frame);
-                Ok(())
+                conn.feed_encoded(&frame).await
             }
             Command::Notify { method, params } => {
                 conn.feed(&Message::Notification { method, params }).await
