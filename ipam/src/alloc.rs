@@ -54,10 +54,9 @@ impl Subnet {
         let held = slot.map(|s| self.owners.get(s).alloc);
         let mut picks = [Pick::Keep; 2];
         for (i, pick) in picks.iter_mut().enumerate() {
-            let Some(fam) = &self.families[i] else {
+            let Some(family) = self.families[i].as_ref().map(|f| f.cfg.family) else {
                 continue;
             };
-            let family = fam.cfg.family;
             let held_addr = held.and_then(|h| h.address(family)).map(addr_value);
             *pick = match (statics[i], held_addr) {
                 (Some(s), Some(h)) if s == h => Pick::Keep,
@@ -67,15 +66,14 @@ impl Subnet {
                 }
                 (None, Some(_)) => Pick::Keep,
                 (None, None) => {
-                    Pick::Next(
-                        fam.pools[pool]
-                            .peek()
-                            .ok_or_else(|| AllocError::Exhausted {
-                                subnet: self.name.clone(),
-                                pool: self.pool_names[pool].clone(),
-                                family,
-                            })?,
-                    )
+                    // Only drops stale free-set entries: no visible change
+                    // if the request fails later.
+                    let next = self.families[i].as_mut().and_then(|f| f.peek_next(pool));
+                    Pick::Next(next.ok_or_else(|| AllocError::Exhausted {
+                        subnet: self.name.clone(),
+                        pool: self.pool_names[pool].clone(),
+                        family,
+                    })?)
                 }
             };
         }
@@ -197,23 +195,22 @@ impl Subnet {
             let Some(fam) = self.families[i].as_mut() else {
                 continue;
             };
-            let excluded_ok = match pick {
+            match pick {
                 Pick::Next(_) => {
-                    let taken = fam.pools[pool].take_next();
+                    let taken = fam.take_next(pool);
                     debug_assert_eq!(taken, Some(addr), "peeked address must be taken");
-                    false
+                    let holder = Holder {
+                        slot,
+                        excluded_ok: false,
+                        parked: false,
+                    };
+                    fam.using.insert(addr, holder);
                 }
                 _ => {
-                    let _ = fam
-                        .pools
-                        .iter_mut()
-                        // Released first: usually the smaller set, and
-                        // where a re-requested address sits.
-                        .any(|p| p.released.remove(addr) || p.fresh.remove(addr));
-                    allow_excluded && fam.cfg.excluded.contains(addr)
+                    let excluded_ok = allow_excluded && fam.cfg.excluded.contains(addr);
+                    fam.take_static(addr, slot, excluded_ok);
                 }
-            };
-            fam.using.insert(addr, Holder { slot, excluded_ok });
+            }
             alloc.set(family, Some(addr));
         }
         match mac {
@@ -231,15 +228,11 @@ impl Subnet {
         alloc
     }
 
-    /// Returns a live address to its pool's released set; excluded or
+    /// Returns a live address to its pool as released; excluded or
     /// out-of-pool addresses (static ones) are simply forgotten.
     fn free_address(&mut self, i: usize, addr: u128) {
-        let Some(fam) = self.families[i].as_mut() else {
-            return;
-        };
-        fam.using.remove(&addr);
-        if let Some(pool) = fam.pools.iter_mut().find(|p| p.universe.contains(addr)) {
-            pool.released.insert(addr);
+        if let Some(fam) = self.families[i].as_mut() {
+            fam.release(addr);
         }
     }
 

@@ -143,6 +143,9 @@ impl Hasher for FxHasher {
 /// A `HashMap` with [`FxBuildHasher`].
 pub(crate) type FxHashMap<K, V> = std::collections::HashMap<K, V, FxBuildHasher>;
 
+/// A `HashSet` with [`FxBuildHasher`].
+pub(crate) type FxHashSet<K> = std::collections::HashSet<K, FxBuildHasher>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

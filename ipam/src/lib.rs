@@ -33,8 +33,15 @@
 //!   owner per call, no heap allocation once the maps have grown); the
 //!   lowest free range sits outside the interval set's B-tree, so taking
 //!   the next address and giving back the last one touch no tree node.
-//! * Static allocation and release: `O(log r)` in the number `r` of free
-//!   ranges (a few B-tree descents when the free space is fragmented).
+//! * Static allocation and release: `O(1)` expected. A requested address
+//!   is not carved out of the free interval sets: it is only recorded as
+//!   live, and on release it goes to a hash set of pending released
+//!   addresses. Automatic allocation skips the live and pending addresses
+//!   it meets at the front of the free sets, and files the pending ones
+//!   into the released set before reusing released addresses (at most
+//!   `O(log r)` each, `r` the number of free ranges). A pending set
+//!   larger than both 16,384 entries and the number of live addresses is
+//!   filed at once, so its memory stays within a constant of theirs.
 //! * Usage figures and pool rebuilds sort the live addresses:
 //!   `O(n log n)`.
 //!

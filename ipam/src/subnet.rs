@@ -8,18 +8,49 @@
 //! fresh is empty: Kube-OVN's delayed reuse, which keeps a just-deleted
 //! pod's address from going straight to a new pod while stale ARP/conntrack
 //! entries may still point at it.
+//!
+//! # Lazy static allocation
+//! Carving a requested address out of a fragmented interval set, and
+//! putting it back on release, costs several B-tree descents. So a static
+//! allocation leaves the free sets alone: its [`Holder`] is marked `parked`
+//! (its address may still sit in `fresh` or `released`), and on release the
+//! address goes to the pool's `pending` hash set (released, but maybe not
+//! yet in `released`) instead of the interval sets. The sets are then
+//! supersets of the free space, and every reader corrects for it:
+//! * automatic allocation drops, from the front of `fresh`, addresses that
+//!   are live or pending (neither is fresh);
+//! * before `released` is swapped in, the pending addresses that are not
+//!   live are inserted into it, and `pending` is emptied;
+//! * usage subtracts the live addresses from `fresh ∪ released ∪ pending`.
+//!
+//! Invariant: an allocatable address that is neither live nor pending is in
+//! exactly one of `fresh` (never used) and `released` (released); a pending
+//! address that is not live is released; a live holder not `parked` has
+//! its address in neither set.
 
 use std::net::IpAddr;
 
 use crate::addr::{addr_value, IpFamily, Mac, MacRng};
 use crate::error::{AllocError, SpecError};
-use crate::hash::FxHashMap;
+use crate::hash::{FxHashMap, FxHashSet};
 use crate::owner::{Allocation, ExistingAllocation};
 use crate::owner_table::{OwnerTable, Slot};
 use crate::range_set::RangeSet;
 use crate::report::{InvalidReason, Invalidated, RebuildProblem, RebuildReport, Rejected};
 use crate::spec::{FamilyConfig, SubnetConfig};
 use crate::usage::{FamilyUsage, Usage};
+
+/// Size beyond which a pool's `pending` set is folded into its interval
+/// sets: a constant, or the number of live addresses when larger, so its
+/// memory stays within a constant of the live addresses'. Tiny under unit
+/// tests, so that folding gets exercised.
+fn pending_fold_at(live: usize) -> usize {
+    if cfg!(test) {
+        2
+    } else {
+        live.max(1 << 14)
+    }
+}
 
 /// Who holds a live address.
 #[derive(Debug, Clone, Copy)]
@@ -29,6 +60,10 @@ pub(crate) struct Holder {
     /// Set for static allocations allowed to use excluded addresses; such an
     /// address stays valid when the exclusions change.
     pub(crate) excluded_ok: bool,
+    /// Set for static allocations: the address may still be in the pool's
+    /// `fresh` or `released` set (see the module docs), so its release goes
+    /// to `pending`. Unset, the address is in neither set.
+    pub(crate) parked: bool,
 }
 
 /// Free space of one pool in one family.
@@ -38,6 +73,9 @@ pub(crate) struct PoolState {
     pub(crate) universe: RangeSet,
     pub(crate) fresh: RangeSet,
     pub(crate) released: RangeSet,
+    /// Released addresses of parked holders, maybe not (yet) in `released`;
+    /// may also hold addresses taken again since (see the module docs).
+    pub(crate) pending: FxHashSet<u128>,
 }
 
 impl PoolState {
@@ -48,25 +86,21 @@ impl PoolState {
             universe,
             fresh,
             released: RangeSet::new(),
+            pending: FxHashSet::default(),
         }
     }
 
-    /// The address [`PoolState::take_next`] would return.
-    pub(crate) fn peek(&self) -> Option<u128> {
-        self.fresh.first().or_else(|| self.released.first())
-    }
-
-    /// Lowest fresh address; released ones only once fresh ones run out.
-    pub(crate) fn take_next(&mut self) -> Option<u128> {
-        if self.fresh.is_empty() {
-            std::mem::swap(&mut self.fresh, &mut self.released);
-        }
-        self.fresh.pop_first()
-    }
-
-    fn free(&self) -> RangeSet {
+    /// The free addresses, given the live ones: `fresh`, `released` and
+    /// `pending` without the live addresses.
+    fn free(&self, using: &RangeSet) -> RangeSet {
         let mut free = self.fresh.clone();
         free.union_with(&self.released);
+        if !self.pending.is_empty() {
+            let mut pending: Vec<u128> = self.pending.iter().copied().collect();
+            pending.sort_unstable();
+            free.union_with(&RangeSet::from_sorted(pending));
+        }
+        free.subtract(using);
         free
     }
 }
@@ -81,17 +115,99 @@ pub(crate) struct FamilyState {
     pub(crate) using: FxHashMap<u128, Holder>,
     /// Indexed like [`Subnet::pool_names`].
     pub(crate) pools: Vec<PoolState>,
+    /// Number of `parked` holders in `using`.
+    pub(crate) parked: usize,
 }
 
 impl FamilyState {
-    /// Live addresses as a set; `O(n log n)`.
-    fn using_set(&self) -> RangeSet {
-        self.using_set_in(|_| true)
+    /// The address [`FamilyState::take_next`] would return. Drops stale
+    /// entries (live or pending addresses) from the front of the pool's
+    /// sets and, once fresh ones run out, puts the pending addresses in
+    /// `released`: neither changes which addresses are free, fresh or
+    /// released, so a request failing afterwards changes nothing.
+    pub(crate) fn peek_next(&mut self, pool: usize) -> Option<u128> {
+        let p = &mut self.pools[pool];
+        let lazy = self.parked > 0;
+        while let Some(first) = p.fresh.first() {
+            let stale = (lazy || !p.pending.is_empty())
+                && (self.using.contains_key(&first) || p.pending.contains(&first));
+            if !stale {
+                return Some(first);
+            }
+            p.fresh.pop_first();
+        }
+        for addr in p.pending.drain() {
+            if !self.using.contains_key(&addr) {
+                p.released.insert(addr);
+            }
+        }
+        while let Some(first) = p.released.first() {
+            if !(lazy && self.using.contains_key(&first)) {
+                return Some(first);
+            }
+            p.released.pop_first();
+        }
+        None
     }
 
-    /// Live addresses for which `keep` holds, as a set.
-    fn using_set_in(&self, keep: impl Fn(u128) -> bool) -> RangeSet {
-        let mut addrs: Vec<u128> = self.using.keys().copied().filter(|a| keep(*a)).collect();
+    /// Takes the lowest fresh address of the pool; released ones only once
+    /// fresh ones run out (delayed reuse).
+    pub(crate) fn take_next(&mut self, pool: usize) -> Option<u128> {
+        self.peek_next(pool)?;
+        let p = &mut self.pools[pool];
+        if p.fresh.is_empty() {
+            std::mem::swap(&mut p.fresh, &mut p.released);
+        }
+        p.fresh.pop_first()
+    }
+
+    /// Records a static allocation of `addr` (not live): the free sets are
+    /// left as they are (see the module docs).
+    pub(crate) fn take_static(&mut self, addr: u128, slot: Slot, excluded_ok: bool) {
+        let holder = Holder {
+            slot,
+            excluded_ok,
+            parked: true,
+        };
+        self.using.insert(addr, holder);
+        self.parked += 1;
+    }
+
+    /// Releases a live address: back to its pool as released; excluded or
+    /// out-of-pool addresses (static ones) are simply forgotten.
+    pub(crate) fn release(&mut self, addr: u128) {
+        let Some(holder) = self.using.remove(&addr) else {
+            return;
+        };
+        if holder.parked {
+            self.parked -= 1;
+        }
+        let Some(pool) = self.pools.iter_mut().find(|p| p.universe.contains(addr)) else {
+            return;
+        };
+        if !holder.parked {
+            pool.released.insert(addr);
+            return;
+        }
+        pool.pending.insert(addr);
+        if pool.pending.len() > pending_fold_at(self.using.len()) {
+            // Exact placement of every pending address, in address order.
+            let mut released: Vec<u128> = pool
+                .pending
+                .drain()
+                .filter(|a| !self.using.contains_key(a))
+                .collect();
+            released.sort_unstable();
+            for a in released {
+                pool.fresh.remove(a);
+                pool.released.insert(a);
+            }
+        }
+    }
+
+    /// Live addresses as a set; `O(n log n)`.
+    fn using_set(&self) -> RangeSet {
+        let mut addrs: Vec<u128> = self.using.keys().copied().collect();
         addrs.sort_unstable();
         RangeSet::from_sorted(addrs)
     }
@@ -184,6 +300,7 @@ impl Subnet {
                 cfg,
                 using,
                 pools: Vec::new(),
+                parked: 0,
             });
         }
         for (slot, family) in dropped {
@@ -222,6 +339,11 @@ impl Subnet {
             }
             pools[0] = PoolState::new(default_universe, &using);
             fam.pools = pools;
+            // Every live address is now out of the free sets.
+            for holder in fam.using.values_mut() {
+                holder.parked = false;
+            }
+            fam.parked = 0;
         }
     }
 
@@ -371,6 +493,7 @@ impl Subnet {
             let holder = Holder {
                 slot,
                 excluded_ok: true,
+                parked: false,
             };
             fam.using.insert(addr, holder);
         }
@@ -405,17 +528,18 @@ impl Subnet {
     pub(crate) fn usage(&self, pool: Option<usize>) -> Usage {
         let mut usage = Usage::default();
         for fam in self.families.iter().flatten() {
+            let all_using = fam.using_set();
             let (available, using) = match pool {
                 None => {
                     let mut free = RangeSet::new();
                     for p in &fam.pools {
-                        free.union_with(&p.free());
+                        free.union_with(&p.free(&all_using));
                     }
-                    (free, fam.using_set())
+                    (free, all_using)
                 }
                 Some(idx) => {
                     let p = &fam.pools[idx];
-                    (p.free(), fam.using_set_in(|a| p.universe.contains(a)))
+                    (p.free(&all_using), all_using.intersection(&p.universe))
                 }
             };
             let figures = FamilyUsage::new(fam.cfg.family, &available, &using);
@@ -425,5 +549,186 @@ impl Subnet {
             }
         }
         usage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use proptest::prelude::*;
+
+    use crate::usage::format_ranges;
+    use crate::{AllocError, SubnetSpec};
+    use crate::{AllocationRequest, IpFamily, Ipam, MacRequest, Owner, PoolSpec, RangeSet};
+
+    const BASE: u32 = 0x0a00_0000;
+    /// Addresses of the named pool `p`.
+    const POOL: std::ops::RangeInclusive<u32> = 20..=25;
+    const EXCLUDED: u32 = 29;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Alloc(usize, bool),
+        Static(usize, u32, bool),
+        Release(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0usize..8, any::<bool>()).prop_map(|(o, p)| Op::Alloc(o, p)),
+            (0usize..8, 0u32..32, proptest::bool::weighted(0.2))
+                .prop_map(|(o, a, x)| Op::Static(o, a, x)),
+            (0usize..8).prop_map(Op::Release),
+        ]
+    }
+
+    fn ip(a: u32) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::from(BASE + a))
+    }
+
+    /// Naive model: per pool (0 default, 1 `p`), fresh and released sets.
+    #[derive(Default)]
+    struct Model {
+        fresh: [BTreeSet<u32>; 2],
+        released: [BTreeSet<u32>; 2],
+        owners: BTreeMap<usize, u32>,
+    }
+
+    impl Model {
+        fn pool_of(a: u32) -> Option<usize> {
+            match a {
+                2..=30 if a != EXCLUDED => Some(usize::from(POOL.contains(&a))),
+                _ => None,
+            }
+        }
+
+        fn free(&mut self, a: u32) {
+            if let Some(p) = Model::pool_of(a) {
+                self.released[p].insert(a);
+            }
+        }
+
+        fn step(&mut self, op: &Op) -> Result<Option<u32>, &'static str> {
+            match *op {
+                Op::Alloc(o, pool) => {
+                    if let Some(&a) = self.owners.get(&o) {
+                        return Ok(Some(a));
+                    }
+                    let p = usize::from(pool);
+                    if self.fresh[p].is_empty() {
+                        std::mem::swap(&mut self.fresh[p], &mut self.released[p]);
+                    }
+                    let a = self.fresh[p].pop_first().ok_or("exhausted")?;
+                    self.owners.insert(o, a);
+                    Ok(Some(a))
+                }
+                Op::Static(o, a, allow) => {
+                    if self.owners.get(&o) == Some(&a) {
+                        return Ok(Some(a));
+                    }
+                    if !(1..=30).contains(&a) {
+                        return Err("out of range");
+                    }
+                    if a == 1 {
+                        return Err("gateway");
+                    }
+                    if self.owners.values().any(|&h| h == a) {
+                        return Err("taken");
+                    }
+                    if a == EXCLUDED && !allow {
+                        return Err("excluded");
+                    }
+                    if let Some(old) = self.owners.insert(o, a) {
+                        self.free(old);
+                    }
+                    for p in 0..2 {
+                        self.fresh[p].remove(&a);
+                        self.released[p].remove(&a);
+                    }
+                    Ok(Some(a))
+                }
+                Op::Release(o) => {
+                    if let Some(a) = self.owners.remove(&o) {
+                        self.free(a);
+                    }
+                    Ok(None)
+                }
+            }
+        }
+    }
+
+    fn kind(e: &AllocError) -> &'static str {
+        match e {
+            AllocError::Exhausted { .. } => "exhausted",
+            AllocError::AddressOutOfRange { .. } => "out of range",
+            AllocError::AddressIsGateway { .. } => "gateway",
+            AllocError::AddressTaken { .. } => "taken",
+            AllocError::AddressExcluded { .. } => "excluded",
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    fn text(set: &BTreeSet<u32>) -> String {
+        let addrs = set.iter().map(|&a| u128::from(BASE + a));
+        format_ranges(IpFamily::V4, &RangeSet::from_sorted(addrs))
+    }
+
+    proptest! {
+        /// Static and automatic allocations interleaved on a subnet with a
+        /// named pool and an exclusion, the pending set folded as soon as it
+        /// holds 3 addresses: the lazy free sets must match exact ones.
+        #[test]
+        fn lazy_static_allocation_matches_exact_sets(ops in proptest::collection::vec(op(), 1..200)) {
+            let ipam = Ipam::new();
+            let mut spec = SubnetSpec::new("10.0.0.0/27");
+            spec.exclude_ips = vec!["10.0.0.29".into()];
+            ipam.add_or_update_subnet("s", &spec).unwrap();
+            let pool = PoolSpec { ips: vec!["10.0.0.20..10.0.0.25".into()] };
+            ipam.add_or_update_pool("s", "p", &pool).unwrap();
+            let mut model = Model::default();
+            model.fresh[0] = (2..=30).filter(|a| !POOL.contains(a) && *a != EXCLUDED).collect();
+            model.fresh[1] = POOL.collect();
+            for op in &ops {
+                let owner = |o: usize| Owner::new(format!("ns/p{o}"), "ovn");
+                let got = match *op {
+                    Op::Alloc(o, pool) => {
+                        let req = AllocationRequest {
+                            pool: pool.then(|| "p".to_owned()),
+                            mac: MacRequest::None,
+                            ..AllocationRequest::default()
+                        };
+                        ipam.allocate("s", &owner(o), &req).map(|a| a.v4.map(|v| u32::from(v) - BASE))
+                    }
+                    Op::Static(o, a, allow) => {
+                        let req = AllocationRequest {
+                            mac: MacRequest::None,
+                            allow_excluded: allow,
+                            ..AllocationRequest::with_addresses([ip(a)])
+                        };
+                        ipam.allocate("s", &owner(o), &req).map(|a| a.v4.map(|v| u32::from(v) - BASE))
+                    }
+                    Op::Release(o) => ipam.release("s", &owner(o)).map(|_| None),
+                };
+                let want = model.step(op);
+                prop_assert_eq!(got.map_err(|e| kind(&e)), want, "{:?}", op);
+                for (name, p) in [("", 0), ("p", 1)] {
+                    let usage = ipam.pool_usage("s", name).unwrap().v4;
+                    let free: BTreeSet<u32> = model.fresh[p].union(&model.released[p]).copied().collect();
+                    prop_assert_eq!(usage.available, free.len() as u128);
+                    prop_assert_eq!(usage.available_range, text(&free));
+                    let used: BTreeSet<u32> = model
+                        .owners
+                        .values()
+                        .copied()
+                        .filter(|&a| Model::pool_of(a) == Some(p))
+                        .collect();
+                    prop_assert_eq!(usage.using_range, text(&used));
+                }
+                let usage = ipam.subnet_usage("s").unwrap().v4;
+                prop_assert_eq!(usage.using, model.owners.len() as u128);
+            }
+        }
     }
 }

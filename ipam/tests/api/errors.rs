@@ -220,3 +220,20 @@ fn invalid_subnet_update_keeps_the_old_subnet() {
         "10.0.0.2-10.0.0.8,10.0.0.10-10.0.0.254"
     );
 }
+
+#[test]
+fn failed_dual_stack_request_keeps_the_reuse_order() {
+    let ipam = ipam_with("s", spec("10.0.0.0/29,fd00::/125", "", &[]));
+    for name in ["a", "b", "c", "d", "e"] {
+        next(&ipam, "s", name);
+    }
+    // IPv4 fresh addresses are used up: 10.0.0.6 is released first.
+    ipam.release("s", &pod("e")).unwrap();
+    // The IPv4 half would reuse 10.0.0.6, the IPv6 half is taken.
+    let err = ipam.allocate("s", &pod("x"), &at("fd00::3")).unwrap_err();
+    assert!(matches!(err, AllocError::AddressTaken { .. }), "{err}");
+    // Released next, 10.0.0.2 is still reused in address order.
+    ipam.release("s", &pod("a")).unwrap();
+    let y = next(&ipam, "s", "y");
+    assert_eq!(y.v4, Some("10.0.0.2".parse().unwrap()));
+}

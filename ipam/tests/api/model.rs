@@ -145,6 +145,23 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Mostly static and automatic allocations and releases, interleaved on
+/// long runs (subnet updates and rebuilds rare): static allocations leave
+/// the free sets lazily stale, which automatic allocation, delayed reuse
+/// and usage must all see through.
+fn churn_op() -> impl Strategy<Value = Op> {
+    let s = 0usize..2;
+    let o = 0usize..OWNERS;
+    prop_oneof![
+        1 => (s.clone(), spec_choice()).prop_map(|(s, c)| Op::Upsert(s, c)),
+        8 => (s.clone(), o.clone()).prop_map(|(s, o)| Op::Alloc(s, o)),
+        8 => (s.clone(), o.clone(), addr_pair(), proptest::bool::weighted(0.2))
+            .prop_map(|(s, o, a, x)| Op::Static(s, o, a, x)),
+        8 => (s.clone(), o.clone()).prop_map(|(s, o)| Op::Release(s, o)),
+        1 => (s, proptest::collection::vec((o, addr_pair()), 0..5)).prop_map(|(s, e)| Op::Rebuild(s, e)),
+    ]
+}
+
 /// Which error, without its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -606,6 +623,16 @@ proptest! {
 
     #[test]
     fn ipam_matches_reference_model(ops in proptest::collection::vec(op(), 1..80)) {
+        let mut h = Harness { ipam: Ipam::new(), model: [None, None], macs: Default::default() };
+        for op in &ops {
+            h.step(op);
+        }
+    }
+
+    #[test]
+    fn static_and_automatic_churn_matches_reference_model(
+        ops in proptest::collection::vec(churn_op(), 1..250)
+    ) {
         let mut h = Harness { ipam: Ipam::new(), model: [None, None], macs: Default::default() };
         for op in &ops {
             h.step(op);

@@ -142,3 +142,45 @@ fn pool_follows_subnet_excludes() {
     let usage = ipam.pool_usage("s", "p").unwrap();
     assert_eq!(usage.v4.available_range, "10.0.0.11-10.0.0.12");
 }
+
+#[test]
+fn static_addresses_in_a_pool_interleave_with_automatic_ones() {
+    let ipam = ipam_with("s", spec("10.0.0.0/24", "", &[]));
+    ipam.add_or_update_pool("s", "p", &pool(&["10.0.0.10..10.0.0.13"]))
+        .unwrap();
+    // A static address of the pool, requested without naming it.
+    let held = ipam
+        .allocate("s", &pod("st"), &crate::at("10.0.0.11"))
+        .unwrap();
+    assert_eq!(held.ip_address_annotation(), "10.0.0.11");
+    let usage = ipam.pool_usage("s", "p").unwrap().v4;
+    assert_eq!(usage.available, 3);
+    assert_eq!(usage.available_range, "10.0.0.10,10.0.0.12-10.0.0.13");
+    let take = |name: &str| {
+        ipam.allocate("s", &pod(name), &from_pool("p"))
+            .map(|a| a.ip_address_annotation())
+    };
+    assert_eq!(take("a").unwrap(), "10.0.0.10");
+    // The static address is skipped.
+    assert_eq!(take("b").unwrap(), "10.0.0.12");
+    // Released, it waits for the never-used addresses to run out.
+    ipam.release("s", &pod("st")).unwrap();
+    assert_eq!(
+        ipam.pool_usage("s", "p").unwrap().v4.available_range,
+        "10.0.0.11,10.0.0.13"
+    );
+    assert_eq!(take("c").unwrap(), "10.0.0.13");
+    assert_eq!(take("d").unwrap(), "10.0.0.11");
+    assert!(matches!(take("e"), Err(AllocError::Exhausted { .. })));
+    // Taken again statically after its release, then released: still free
+    // exactly once.
+    ipam.release("s", &pod("d")).unwrap();
+    ipam.allocate("s", &pod("st"), &crate::at("10.0.0.11"))
+        .unwrap();
+    assert!(matches!(take("e"), Err(AllocError::Exhausted { .. })));
+    ipam.release("s", &pod("st")).unwrap();
+    let usage = ipam.pool_usage("s", "p").unwrap().v4;
+    assert_eq!((usage.available, usage.using), (1, 3));
+    assert_eq!(take("e").unwrap(), "10.0.0.11");
+    assert!(matches!(take("f"), Err(AllocError::Exhausted { .. })));
+}
