@@ -19,8 +19,11 @@
 //! supersets of the free space, and every reader corrects for it:
 //! * automatic allocation drops, from the front of `fresh`, addresses that
 //!   are live or pending (neither is fresh);
-//! * before `released` is swapped in, the pending addresses that are not
-//!   live are inserted into it, and `pending` is emptied;
+//! * once `fresh` runs out, the pending addresses that are not live are
+//!   inserted into `released` (`pending` is emptied), and live addresses
+//!   are dropped from its front before it is swapped in;
+//! * a `pending` set grown past [`pending_fold_at`] is folded into the
+//!   interval sets exactly (each address out of `fresh`, into `released`);
 //! * usage subtracts the live addresses from `fresh ∪ released ∪ pending`.
 //!
 //! Invariant: an allocatable address that is neither live nor pending is in
