@@ -260,3 +260,49 @@ async fn constraint_and_commit_time_failures_are_typed() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Requests and replies far larger than the socket buffers: the client's writes block
+/// (and wait for writability) and its reads span many `read` calls, in both directions
+/// at once when many such transactions are in flight, over unix and TCP alike.
+#[tokio::test]
+async fn transactions_larger_than_the_socket_buffers_go_through_whole() {
+    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool"]) {
+        return;
+    }
+    let server = OvsdbServer::start_tcp(Db::Northbound).expect("start ovsdb-server");
+    let tcp = server.tcp_remote().expect("a tcp remote");
+    for (round, remote) in [server.unix_remote(), tcp].into_iter().enumerate() {
+        let client = Client::connect(&remote).await.unwrap();
+        let batch = |prefix: &str| -> Vec<Operation> {
+            (0..20_000)
+                .map(|i| {
+                    Operation::insert("Logical_Switch", name_row(&format!("{prefix}-{i:05}")))
+                        .into()
+                })
+                .collect()
+        };
+        let (a, b, c) = (
+            batch(&format!("a{round}")),
+            batch(&format!("b{round}")),
+            batch(&format!("c{round}")),
+        );
+        let (ra, rb, rc) = tokio::join!(
+            client.transact(NB, &a),
+            client.transact(NB, &b),
+            client.transact(NB, &c)
+        );
+        for results in [ra, rb, rc] {
+            let results = results.unwrap();
+            assert_eq!(results.len(), 20_000);
+            assert!(results.iter().all(|r| r.uuid().is_some()));
+        }
+        let selected = client
+            .transact(NB, &[Operation::select("Logical_Switch").into()])
+            .await
+            .unwrap();
+        assert_eq!(
+            selected[0].rows().map(<[Row]>::len),
+            Some(60_000 * (round + 1))
+        );
+    }
+}

@@ -5,19 +5,18 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use std::task::{ready, Context, Poll};
+
+use futures::StreamExt;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tokio_util::codec::Framed;
+use tokio_util::codec::FramedRead;
 
 use super::error::Error;
-use super::remote::{Remote, Stream};
+use super::remote::{Remote, Stream, StreamWriter};
 use crate::codec::{DecodeError, JsonRpcCodec};
 use crate::rpc::Message;
-
-/// Queued request bytes beyond which queuing writes them out before the batch ends.
-const WRITE_HIGH_WATER: usize = 256 * 1024;
 
 /// Where the reply to a request we sent must go.
 #[derive(Debug)]
@@ -65,7 +64,8 @@ impl Hasher for IdHasher {
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub remote: Remote,
-    framed: Framed<Stream, JsonRpcCodec>,
+    pub reader: FramedRead<Stream, JsonRpcCodec>,
+    pub out: Outbox,
     pub pending: HashMap<u64, Pending, BuildHasherDefault<IdHasher>>,
     /// When something last arrived (any message counts as liveness, as in OVS).
     pub last_rx: Instant,
@@ -82,54 +82,102 @@ pub(crate) enum Ended {
     Lost(String),
 }
 
+/// Bytes waiting to be written. The connection task writes them *beside* reading
+/// (a `select!` branch), never instead of it: a server that stops reading our requests
+/// until we read its replies (ovsdb-server does, once its backlog to us is large) must not
+/// deadlock a pipeline of big transactions.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    writer: StreamWriter,
+    buf: Vec<u8>,
+    /// How much of `buf` is written already.
+    sent: usize,
+}
+
+impl Outbox {
+    /// Nothing left to write.
+    pub fn is_empty(&self) -> bool {
+        self.sent == self.buf.len()
+    }
+
+    /// Writes until everything queued is out. Cancel-safe: progress is kept in `self`.
+    pub async fn drain(&mut self) -> std::io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_drain(cx)).await
+    }
+
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        while self.sent < self.buf.len() {
+            let n = ready!(self.writer.poll_write(cx, &self.buf[self.sent..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+            }
+            self.sent += n;
+        }
+        self.buf.clear();
+        self.sent = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
 impl Conn {
     pub async fn open(remote: &Remote, max_len: usize, timeout: Duration) -> Result<Conn, String> {
-        let stream = tokio::time::timeout(timeout, remote.connect())
+        let (reader, writer) = tokio::time::timeout(timeout, remote.connect())
             .await
             .map_err(|_| format!("connecting to {remote} timed out"))?
             .map_err(|e| format!("connecting to {remote}: {e}"))?;
         Ok(Conn {
             remote: remote.clone(),
-            framed: Framed::new(stream, JsonRpcCodec::new(max_len)),
+            reader: FramedRead::new(reader, JsonRpcCodec::new(max_len)),
+            out: Outbox {
+                writer,
+                buf: Vec::new(),
+                sent: 0,
+            },
             pending: HashMap::default(),
             last_rx: Instant::now(),
             probe_sent: None,
         })
     }
 
-    /// Queues a message without flushing (pipelining: flush once per batch).
-    pub async fn feed(&mut self, message: &Message) -> Result<(), Ended> {
-        self.framed
-            .feed(message)
-            .await
-            .map_err(|e| Ended::Lost(format!("writing to {}: {e}", self.remote)))
+    /// Queues a message; the connection task writes it out beside reading.
+    pub fn feed(&mut self, message: &Message) {
+        // Writing into a Vec cannot fail.
+        let _ = message.write_to(&mut self.out.buf);
     }
 
-    /// Queues an already encoded message; writes out once much is queued, so a burst
-    /// of large requests does not pile up in memory before the batch's flush.
-    pub async fn feed_encoded(&mut self, frame: &[u8]) -> Result<(), Ended> {
-        let buffer = self.framed.write_buffer_mut();
-        buffer.extend_from_slice(frame);
-        if buffer.len() >= WRITE_HIGH_WATER {
-            self.flush().await?;
-        }
-        Ok(())
+    /// Queues an already encoded message.
+    pub fn feed_encoded(&mut self, frame: &[u8]) {
+        self.out.buf.extend_from_slice(frame);
     }
 
+    /// Writes out everything queued (only while setting up a session, when nothing
+    /// else is in flight).
     pub async fn flush(&mut self) -> Result<(), Ended> {
-        SinkExt::<&Message>::flush(&mut self.framed)
-            .await
-            .map_err(|e| Ended::Lost(format!("writing to {}: {e}", self.remote)))
+        let written = self.out.drain().await;
+        written.map_err(|e| self.write_failed(e))
+    }
+
+    pub fn write_failed(&self, e: std::io::Error) -> Ended {
+        Ended::Lost(format!("writing to {}: {e}", self.remote))
     }
 
     pub async fn send(&mut self, message: &Message) -> Result<(), Ended> {
-        self.feed(message).await?;
+        self.feed(message);
         self.flush().await
     }
 
     /// The next incoming message; errors and EOF end the connection.
     pub async fn receive(&mut self) -> Result<Message, Ended> {
-        match self.framed.next().await {
+        let next = self.reader.next().await;
+        self.received(next)
+    }
+
+    /// Takes what the reader produced (see [`Conn::receive`]).
+    pub fn received(
+        &mut self,
+        next: Option<Result<Message, DecodeError>>,
+    ) -> Result<Message, Ended> {
+        match next {
             Some(Ok(message)) => {
                 self.last_rx = Instant::now();
                 self.probe_sent = None;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -223,7 +224,12 @@ impl Driver {
                         error,
                     })
                 }
-                other => self.dispatch(conn, other).await.map_err(lost)?,
+                other => {
+                    self.dispatch(conn, other).await.map_err(lost)?;
+                    if !conn.out.is_empty() {
+                        conn.flush().await.map_err(lost)?;
+                    }
+                }
             }
         }
     }
@@ -240,10 +246,14 @@ impl Driver {
         loop {
             let step = tokio::select! {
                 biased;
-                message = conn.receive() => match message {
+                next = conn.reader.next() => match conn.received(next) {
                     Ok(message) => self.dispatch(conn, message).await,
                     Err(ended) => Err(ended),
                 },
+                // Writing goes on beside reading, never instead of it.
+                written = conn.out.drain(), if !conn.out.is_empty() => {
+                    written.map_err(|e| conn.write_failed(e))
+                }
                 command = self.commands.recv() => match command {
                     Some(command) => self.commands_batch(conn, command).await,
                     None => Err(Ended::Shutdown),
@@ -278,7 +288,8 @@ impl Driver {
             }
             budget -= 1;
         }
-        conn.flush().await
+        // The queued requests are written by `serve`'s write branch.
+        Ok(())
     }
 
     async fn command(&mut self, conn: &mut Conn, command: Command) -> Result<(), Ended> {
@@ -302,10 +313,12 @@ impl Driver {
                         reply,
                     },
                 );
-                conn.feed_encoded(&frame).await
+                conn.feed_encoded(&frame);
+                Ok(())
             }
             Command::Notify { method, params } => {
-                conn.feed(&Message::Notification { method, params }).await
+                conn.feed(&Message::Notification { method, params });
+                Ok(())
             }
             Command::Cancel { id, reply } => self.cancel(conn, id, reply).await,
             Command::StartMonitor { monitor, reply } => {
@@ -322,8 +335,8 @@ impl Driver {
                     id: json!(id),
                     method: method.to_owned(),
                     params: params_to_raw(&params),
-                })
-                .await
+                });
+                Ok(())
             }
             Command::ForgetMonitor { monitor } => {
                 let Some(monitor_id) = self.monitors.current_id(monitor) else {
@@ -336,8 +349,8 @@ impl Driver {
                     id,
                     "monitor_cancel",
                     vec![json!(monitor_id)],
-                ))
-                .await
+                ));
+                Ok(())
             }
         }
     }
@@ -352,8 +365,7 @@ impl Driver {
             let _ = reply.send(Err(Error::Canceled { id }));
             // Only a session that set db-change-awareness gets a reply ("canceled") to
             // the canceled request; we have forgotten the id either way.
-            conn.feed(&Message::notification("cancel", vec![json!(id)]))
-                .await?;
+            conn.feed(&Message::notification("cancel", vec![json!(id)]));
         }
         if let Some(done) = done {
             let _ = done.send(());
@@ -368,7 +380,8 @@ impl Driver {
             Message::Error { id, error } => self.on_reply(conn, &id, Err(error)),
             Message::Request { id, method, params } if method == "echo" => {
                 // The server's inactivity probe: answer with the same params.
-                conn.send(&Message::Reply { id, result: params }).await
+                conn.feed(&Message::Reply { id, result: params });
+                Ok(())
             }
             Message::Request { id, method, .. } => {
                 warn!(%method, "ovsdb server sent an unknown request");
@@ -377,7 +390,8 @@ impl Driver {
                     details: Some(method),
                     syntax: None,
                 };
-                conn.send(&Message::Error { id, error }).await
+                conn.feed(&Message::Error { id, error });
+                Ok(())
             }
             Message::Notification { method, params } => {
                 self.on_notification(conn, &method, &params)
@@ -504,7 +518,8 @@ impl Driver {
         let id = self.next_id();
         conn.pending.insert(id, Pending::Probe);
         conn.probe_sent = Some(Instant::now());
-        conn.send(&Message::request(id, "echo", vec![])).await
+        conn.feed(&Message::request(id, "echo", vec![]));
+        Ok(())
     }
 }
 

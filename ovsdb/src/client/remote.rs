@@ -3,14 +3,13 @@
 
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::str::FromStr;
 use std::task::{ready, Context, Poll};
 
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
 /// Where an ovsdb-server listens (active remotes only; `ssl:` is not supported).
@@ -97,7 +96,8 @@ impl Remote {
         matches!(self, Remote::Tcp { .. })
     }
 
-    pub(crate) async fn connect(&self) -> std::io::Result<Stream> {
+    /// Connects; returns the reading and the writing side of the connection.
+    pub(crate) async fn connect(&self) -> std::io::Result<(Stream, StreamWriter)> {
         let socket = match self {
             Remote::Unix(path) => Socket::Unix(UnixStream::connect(path).await?.into_std()?),
             Remote::Tcp { host, port } => {
@@ -107,7 +107,17 @@ impl Remote {
                 Socket::Tcp(stream.into_std()?)
             }
         };
-        Stream::new(socket)
+        let write = socket.try_clone()?;
+        Ok((
+            Stream {
+                read: register(socket, Interest::READABLE)?,
+                read_hint: READ_MIN,
+            },
+            StreamWriter {
+                write,
+                write_wait: None,
+            },
+        ))
     }
 }
 
@@ -139,13 +149,6 @@ impl Socket {
             Socket::Tcp(s) => (&*s).write(buf),
         }
     }
-
-    fn shutdown_write(&self) -> io::Result<()> {
-        match self {
-            Socket::Unix(s) => s.shutdown(Shutdown::Write),
-            Socket::Tcp(s) => s.shutdown(Shutdown::Write),
-        }
-    }
 }
 
 impl AsRawFd for Socket {
@@ -161,34 +164,29 @@ impl AsRawFd for Socket {
 const READ_MIN: usize = 4 * 1024;
 const READ_MAX: usize = 256 * 1024;
 
-/// A connected stream, registered with the reactor for **readability only**.
+/// The reading side of a connection, registered with the reactor for **readability
+/// only**.
 ///
 /// tokio's own streams register both directions, edge-triggered. Then each time the
 /// server reads one of our requests, the send-buffer space it frees raises a writable
 /// edge that wakes the connection task for nothing: one extra wake-up and `epoll_wait`
 /// per round trip, which on a small VM costs about as much as the client's own work.
-/// Here requests are written through a second handle on the same socket, which is
-/// registered for writability only while a write would block.
+/// Here requests are written through a second handle on the same socket
+/// ([`StreamWriter`]), which is registered for writability only while a write would
+/// block.
 #[derive(Debug)]
 pub(crate) struct Stream {
     read: AsyncFd<Socket>,
-    write: Socket,
-    /// The write handle's registration, present only while a write is blocked.
-    write_wait: Option<AsyncFd<Socket>>,
     /// How much to offer the next `read`: grows while reads fill it, shrinks when not.
     read_hint: usize,
 }
 
-impl Stream {
-    fn new(socket: Socket) -> io::Result<Stream> {
-        let write = socket.try_clone()?;
-        Ok(Stream {
-            read: register(socket, Interest::READABLE)?,
-            write,
-            write_wait: None,
-            read_hint: READ_MIN,
-        })
-    }
+/// The writing side of a connection (a `dup` of the socket).
+#[derive(Debug)]
+pub(crate) struct StreamWriter {
+    write: Socket,
+    /// The write handle's registration, present only while a write is blocked.
+    write_wait: Option<AsyncFd<Socket>>,
 }
 
 /// Registers `socket` with the reactor. The safe constructor is deprecated because a
@@ -235,29 +233,29 @@ impl AsyncRead for Stream {
     }
 }
 
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
+impl StreamWriter {
+    /// Writes some of `buf`, waiting for writability if the socket is full.
+    pub(crate) fn poll_write(
+        &mut self,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
         loop {
-            match this.write.write(buf) {
+            match self.write.write(buf) {
                 Ok(n) => {
                     // Writable again: stop listening for writability.
-                    this.write_wait = None;
+                    self.write_wait = None;
                     return Poll::Ready(Ok(n));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if this.write_wait.is_none() {
+                    if self.write_wait.is_none() {
                         // Registering reports the socket at once if it became writable
                         // since the failed write, so no edge is missed.
-                        let handle = this.write.try_clone()?;
-                        this.write_wait = Some(register(handle, Interest::WRITABLE)?);
+                        let handle = self.write.try_clone()?;
+                        self.write_wait = Some(register(handle, Interest::WRITABLE)?);
                     }
-                    if let Some(wait) = &this.write_wait {
+                    if let Some(wait) = &self.write_wait {
                         let mut guard = ready!(wait.poll_write_ready(cx))?;
                         guard.clear_ready();
                     }
@@ -265,14 +263,5 @@ impl AsyncWrite for Stream {
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Nothing is buffered here.
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.write.shutdown_write())
     }
 }
