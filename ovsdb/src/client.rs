@@ -13,6 +13,17 @@
 //! reply, a [`Client::transact`] that returns `Ok` has already been reflected in every
 //! cache monitoring the touched tables.
 //!
+//! # I/O
+//!
+//! Callers encode their request to bytes on their own task; the connection task only
+//! copies them into its outgoing buffer and writes that buffer *beside* reading (a
+//! server that waits for us to read its replies before reading more requests must not
+//! deadlock a pipeline of large transactions). The socket is registered with the reactor
+//! for readability only and written through a second handle, registered for writability
+//! only while a write would block, so that the server reading a request does not wake
+//! the client for nothing. The inactivity probe uses one timer per connection, re-armed
+//! when it fires rather than on every message.
+//!
 //! # Reconnection and clusters
 //!
 //! When the connection drops, or the server stops qualifying (see
