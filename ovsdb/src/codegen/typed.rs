@@ -106,6 +106,12 @@ impl ColumnValues {
         self.values.iter().map(|(c, v)| (*c, v))
     }
 
+    /// Drops the columns whose value is an empty set or map (their default).
+    pub fn without_empty(mut self) -> Self {
+        self.values.retain(|(_, value)| !value.is_empty());
+        self
+    }
+
     /// The untyped row.
     pub fn into_row(self) -> Row {
         self.values
@@ -284,3 +290,25 @@ macro_rules! string_enum_datum {
 }
 
 pub use datum::{datum_from_scalar, datum_scalar};
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::ColumnValues;
+
+    #[test]
+    fn without_empty_keeps_set_columns_and_scalars() {
+        let mut columns = ColumnValues::with_capacity(4);
+        columns.push("name", &"p1".to_string());
+        columns.push("tag", &None::<i64>);
+        columns.push("addresses", &BTreeSet::<String>::new());
+        columns.push(
+            "options",
+            &BTreeMap::from([("k".to_string(), "v".to_string())]),
+        );
+        let row = columns.without_empty().into_row();
+        let kept: Vec<&str> = row.columns().collect();
+        assert_eq!(kept, ["name", "options"]);
+    }
+}
