@@ -74,11 +74,11 @@ fn compare(
     let mut ran = false;
     g.bench_function("ours", |b| {
         ran = true;
-        b.iter_custom(|iters| ours(iters))
+        b.iter_custom(&mut *ours)
     });
     g.bench_function("raw", |b| {
         ran = true;
-        b.iter_custom(|iters| raw(iters))
+        b.iter_custom(&mut *raw)
     });
     g.finish();
     if !ran {
