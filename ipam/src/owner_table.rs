@@ -3,12 +3,15 @@
 //! Records live in a slab and are named by their [`Slot`], so the address
 //! and MAC indexes store a `u32` instead of another copy of the owner (whose
 //! clone and drop cost four atomic reference-count updates). The owner index
-//! is an open-addressing table of slots with linear probing: an allocation
-//! hashes its owner once, and each record keeps the only stored copy of its
-//! owner. Memory follows the number of owners, never the subnet size.
+//! is a `hashbrown` table of slots: an allocation hashes its owner once, each
+//! record keeps its hash (so the table re-grows without re-hashing owners) and
+//! the only stored copy of its owner. Memory follows the number of owners,
+//! never the subnet size.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use crate::hash::FxBuildHasher;
 use crate::owner::{Allocation, Owner};
@@ -21,6 +24,7 @@ pub(crate) type Slot = u32;
 pub(crate) struct Record {
     pub(crate) owner: Owner,
     pub(crate) alloc: Allocation,
+    hash: u64,
 }
 
 /// Owners by key, with stable slots.
@@ -31,22 +35,14 @@ pub(crate) struct OwnerTable {
     records: Vec<Option<Record>>,
     /// Free slots, reused before the slab grows.
     free: Vec<Slot>,
-    /// Linear-probing buckets: 0 when empty, else `tag << 32 | (slot + 1)`,
-    /// where the tag (the hash's high half) also picks the home bucket.
-    /// The length is 0 or a power of two, at least twice `len`.
-    buckets: Vec<u64>,
-    len: usize,
+    /// Live slots, keyed by their owner's hash.
+    index: HashTable<Slot>,
 }
 
-/// The high half of an owner's hash: it picks the home bucket and is kept
-/// in the bucket to skip most key comparisons.
+/// An owner's hash, computed once per call and handed to
+/// [`OwnerTable::lookup`] and [`OwnerTable::insert_tagged`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Tag(u64);
-
-/// Where a bucket's probe starts.
-fn home(bucket: u64, mask: usize) -> usize {
-    (bucket >> 32) as usize & mask
-}
 
 /// Owner equality, short-cut when both share their strings (the usual case:
 /// the caller passes the owner it allocated with).
@@ -55,35 +51,24 @@ fn same(a: &Owner, b: &Owner) -> bool {
         && (Arc::ptr_eq(&a.nic, &b.nic) || a.nic == b.nic)
 }
 
+/// The record in a live slot of `records`.
+fn live(records: &[Option<Record>], slot: Slot) -> &Record {
+    match &records[slot as usize] {
+        Some(record) => record,
+        None => unreachable!("slot {slot} is free"),
+    }
+}
+
 impl OwnerTable {
     /// Hashes an owner, for [`OwnerTable::lookup`] and
     /// [`OwnerTable::insert_tagged`].
     pub(crate) fn tag(&self, owner: &Owner) -> Tag {
-        Tag(self.hasher.hash_one(owner) >> 32)
+        Tag(self.hasher.hash_one(owner))
     }
 
     /// Number of owners.
     pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The bucket holding `owner`.
-    fn find_bucket(&self, owner: &Owner, Tag(tag): Tag) -> Option<usize> {
-        if self.len == 0 {
-            return None;
-        }
-        let mask = self.buckets.len() - 1;
-        let mut i = tag as usize & mask;
-        loop {
-            let b = self.buckets[i];
-            if b == 0 {
-                return None;
-            }
-            if b >> 32 == tag && same(&self.get((b as u32) - 1).owner, owner) {
-                return Some(i);
-            }
-            i = (i + 1) & mask;
-        }
+        self.index.len()
     }
 
     /// The slot of `owner`, if it holds anything.
@@ -92,17 +77,16 @@ impl OwnerTable {
     }
 
     /// [`OwnerTable::find`] with the owner's tag already computed.
-    pub(crate) fn lookup(&self, owner: &Owner, tag: Tag) -> Option<Slot> {
-        self.find_bucket(owner, tag)
-            .map(|i| (self.buckets[i] as u32) - 1)
+    pub(crate) fn lookup(&self, owner: &Owner, Tag(hash): Tag) -> Option<Slot> {
+        let records = &self.records;
+        self.index
+            .find(hash, |&slot| same(&live(records, slot).owner, owner))
+            .copied()
     }
 
     /// The record in a live slot.
     pub(crate) fn get(&self, slot: Slot) -> &Record {
-        match &self.records[slot as usize] {
-            Some(record) => record,
-            None => unreachable!("slot {slot} is free"),
-        }
+        live(&self.records, slot)
     }
 
     /// The record in a live slot, mutably.
@@ -120,88 +104,47 @@ impl OwnerTable {
     }
 
     /// [`OwnerTable::insert`] with the owner's tag already computed.
-    pub(crate) fn insert_tagged(&mut self, owner: Owner, Tag(tag): Tag, alloc: Allocation) -> Slot {
+    pub(crate) fn insert_tagged(
+        &mut self,
+        owner: Owner,
+        Tag(hash): Tag,
+        alloc: Allocation,
+    ) -> Slot {
         debug_assert!(self.find(&owner).is_none(), "{owner} inserted twice");
-        if (self.len + 1) * 2 > self.buckets.len() {
-            self.grow();
-        }
-        let record = Some(Record { owner, alloc });
+        let record = Some(Record { owner, alloc, hash });
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.records[slot as usize] = record;
                 slot
             }
             None => {
-                let slot = Slot::try_from(self.records.len())
-                    .ok()
-                    .filter(|s| *s < Slot::MAX)
-                    .expect("fewer than 2^32 - 1 owners per subnet");
+                let slot =
+                    Slot::try_from(self.records.len()).expect("fewer than 2^32 owners per subnet");
                 self.records.push(record);
                 slot
             }
         };
-        self.place(tag << 32 | (u64::from(slot) + 1));
-        self.len += 1;
+        let records = &self.records;
+        self.index
+            .insert_unique(hash, slot, |&s| live(records, s).hash);
         slot
-    }
-
-    /// Puts a bucket value at the first empty bucket from its home.
-    fn place(&mut self, bucket: u64) {
-        let mask = self.buckets.len() - 1;
-        let mut i = home(bucket, mask);
-        while self.buckets[i] != 0 {
-            i = (i + 1) & mask;
-        }
-        self.buckets[i] = bucket;
-    }
-
-    fn grow(&mut self) {
-        let size = (self.buckets.len() * 2).max(16);
-        let old = std::mem::replace(&mut self.buckets, vec![0; size]);
-        for b in old.into_iter().filter(|b| *b != 0) {
-            self.place(b);
-        }
     }
 
     /// Removes `owner`, returning its record.
     pub(crate) fn remove(&mut self, owner: &Owner) -> Option<Record> {
-        let i = self.find_bucket(owner, self.tag(owner))?;
-        Some(self.remove_bucket(i))
+        let slot = self.find(owner)?;
+        Some(self.remove_slot(slot))
     }
 
     /// Removes the owner in a live slot, returning its record.
     pub(crate) fn remove_slot(&mut self, slot: Slot) -> Record {
-        let want = self.tag(&self.get(slot).owner).0 << 32 | (u64::from(slot) + 1);
-        let mask = self.buckets.len() - 1;
-        let mut i = home(want, mask);
-        while self.buckets[i] != want {
-            debug_assert_ne!(self.buckets[i], 0, "live slot {slot} not indexed");
-            i = (i + 1) & mask;
-        }
-        self.remove_bucket(i)
-    }
-
-    /// Empties bucket `i` (backward-shift deletion keeps every probe
-    /// sequence unbroken without tombstones) and frees its slot.
-    fn remove_bucket(&mut self, i: usize) -> Record {
-        let slot = (self.buckets[i] as u32) - 1;
-        let mask = self.buckets.len() - 1;
-        let mut hole = i;
-        let mut j = i;
-        loop {
-            j = (j + 1) & mask;
-            let b = self.buckets[j];
-            if b == 0 {
-                break;
+        let hash = live(&self.records, slot).hash;
+        match self.index.find_entry(hash, |&s| s == slot) {
+            Ok(entry) => {
+                entry.remove();
             }
-            // `b` may fill the hole when the hole lies on its probe path.
-            if j.wrapping_sub(home(b, mask)) & mask >= j.wrapping_sub(hole) & mask {
-                self.buckets[hole] = b;
-                hole = j;
-            }
+            Err(_) => unreachable!("live slot {slot} not indexed"),
         }
-        self.buckets[hole] = 0;
-        self.len -= 1;
         self.free.push(slot);
         match self.records[slot as usize].take() {
             Some(record) => record,
@@ -221,8 +164,7 @@ impl OwnerTable {
     pub(crate) fn clear(&mut self) {
         self.records.clear();
         self.free.clear();
-        self.buckets.iter_mut().for_each(|b| *b = 0);
-        self.len = 0;
+        self.index.clear();
     }
 }
 
