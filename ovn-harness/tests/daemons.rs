@@ -144,7 +144,21 @@ fn chassis_binds_a_port_plugged_into_br_int() {
         chassis.wait_ovn_installed(&host, std::time::Duration::from_secs(30)),
         "ovn-installed never set on {host}"
     );
-    let up = run("ovn-nbctl", &[&nb, "--wait=sb", "lsp-get-up", "p1"]).unwrap();
+    // ovn-installed is set by ovn-controller before northd copies Port_Binding.up back to the
+    // northbound port, so wait for that copy rather than reading it once.
+    run(
+        "ovn-nbctl",
+        &[
+            &nb,
+            "--timeout=30",
+            "wait-until",
+            "Logical_Switch_Port",
+            "p1",
+            "up=true",
+        ],
+    )
+    .expect("northbound port p1 never came up");
+    let up = run("ovn-nbctl", &[&nb, "lsp-get-up", "p1"]).unwrap();
     assert_eq!(up.trim(), "up");
     drop(chassis);
     assert!(
