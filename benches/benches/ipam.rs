@@ -7,6 +7,9 @@
 //!   per IPv4 allocation and 18.4 µs per release.
 //! * `ipam/static_release/*`: allocation of a requested (pseudo-random)
 //!   address plus its release.
+//! * Each of those twice: by subnet name (`Ipam::allocate`), and through a
+//!   `SubnetHandle` resolved once (`.../handle`), as a worker busy with one
+//!   subnet would call it.
 //! * `ipam/rebuild_100k`: rebuilding a /8 from 100,000 existing allocations.
 //! * A one-shot report printed first: heap bytes held by a /8 and a /24
 //!   subnet after the same allocations (counting global allocator), and the
@@ -111,6 +114,15 @@ fn bench_alloc_release(c: &mut Criterion) {
                 black_box(ipam.release("s", owner).expect("release"));
             })
         });
+        let subnet = ipam.subnet("s").expect("subnet");
+        group.bench_function(format!("{name}/handle"), |b| {
+            b.iter(|| {
+                let owner = &owners[i % owners.len()];
+                i += 1;
+                black_box(subnet.allocate(owner, &req).expect("allocate"));
+                black_box(subnet.release(owner).expect("release"));
+            })
+        });
     }
     group.finish();
 }
@@ -149,6 +161,16 @@ fn bench_static(c: &mut Criterion) {
                 i += 1;
                 black_box(ipam.allocate("s", owner, req).expect("allocate"));
                 black_box(ipam.release("s", owner).expect("release"));
+            })
+        });
+        let subnet = ipam.subnet("s").expect("subnet");
+        group.bench_function(format!("{name}/handle"), |b| {
+            b.iter(|| {
+                let owner = &owners[i % owners.len()];
+                let req = &requests[i % requests.len()];
+                i += 1;
+                black_box(subnet.allocate(owner, req).expect("allocate"));
+                black_box(subnet.release(owner).expect("release"));
             })
         });
     }

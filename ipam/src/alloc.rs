@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use crate::addr::{addr_value, IpFamily, Mac};
 use crate::error::AllocError;
 use crate::owner::{Allocation, AllocationRequest, MacRequest, Owner};
-use crate::owner_table::Slot;
+use crate::owner_table::{Slot, Tag};
 use crate::subnet::{Holder, Subnet};
 
 /// What to do with one family of an allocation.
@@ -48,9 +48,22 @@ impl Subnet {
                 subnet: self.name.clone(),
                 pool: req.pool.clone().unwrap_or_default(),
             })?;
-        let statics = self.by_family(&req.addresses)?;
         let tag = self.owners.tag(owner);
         let slot = self.owners.lookup(owner, tag);
+        if pool == 0 && req.addresses.is_empty() && !matches!(req.mac, MacRequest::Static(_)) {
+            // The common requests (a new pod, or a repeated ADD) skip the
+            // general plan below.
+            match slot {
+                None => return self.allocate_new(owner, tag, req.mac),
+                Some(slot) => {
+                    let held = self.owners.get(slot).alloc;
+                    if self.is_complete(&held, req.mac) {
+                        return Ok(held);
+                    }
+                }
+            }
+        }
+        let statics = self.by_family(&req.addresses)?;
         let held = slot.map(|s| self.owners.get(s).alloc);
         let mut picks = [Pick::Keep; 2];
         for (i, pick) in picks.iter_mut().enumerate() {
@@ -80,11 +93,67 @@ impl Subnet {
         let mac = self.plan_mac(slot, held, req.mac)?;
         let slot = match slot {
             Some(slot) => slot,
-            None => self
-                .owners
-                .insert_tagged(owner.clone(), tag, Allocation::default()),
+            None => self.owners.insert_tagged(owner.clone(), tag),
         };
         Ok(self.commit(slot, picks, pool, mac, req.allow_excluded))
+    }
+
+    /// True when `held` has an address in every family of the subnet and
+    /// the MAC that `mac` asks for: a request without static addresses
+    /// leaves it as it is.
+    fn is_complete(&self, held: &Allocation, mac: MacRequest) -> bool {
+        let families = self
+            .families
+            .iter()
+            .zip(IpFamily::ALL)
+            .all(|(f, family)| f.is_none() || held.address(family).is_some());
+        families && (mac != MacRequest::Generate || held.mac.is_some())
+    }
+
+    /// Next free addresses of the default pool (and a generated MAC) for
+    /// an owner that holds nothing yet.
+    fn allocate_new(
+        &mut self,
+        owner: &Owner,
+        tag: Tag,
+        mac: MacRequest,
+    ) -> Result<Allocation, AllocError> {
+        let mut next = [None; 2];
+        for (i, family) in IpFamily::ALL.into_iter().enumerate() {
+            if let Some(fam) = self.families[i].as_mut() {
+                // Only drops stale free-set entries: no visible change if
+                // the other family is exhausted.
+                let addr = fam.peek_next(0).ok_or_else(|| AllocError::Exhausted {
+                    subnet: self.name.clone(),
+                    pool: self.pool_names[0].clone(),
+                    family,
+                })?;
+                next[i] = Some(addr);
+            }
+        }
+        // The record is filled in where it lies: building an `Allocation`
+        // (byte-aligned fields) on the stack and moving it costs more than
+        // the rest of this function (failed store-to-load forwarding).
+        let slot = self.owners.insert_tagged(owner.clone(), tag);
+        for (i, family) in IpFamily::ALL.into_iter().enumerate() {
+            let (Some(addr), Some(fam)) = (next[i], self.families[i].as_mut()) else {
+                continue;
+            };
+            let taken = fam.take_peeked(0);
+            debug_assert_eq!(taken, Some(addr), "peeked address must be taken");
+            let holder = Holder {
+                slot,
+                excluded_ok: false,
+                parked: false,
+            };
+            fam.using.insert(addr, holder);
+            self.owners.get_mut(slot).alloc.set(family, Some(addr));
+        }
+        if mac == MacRequest::Generate {
+            let mac = self.claim_unique_mac(slot);
+            self.owners.get_mut(slot).alloc.mac = Some(mac);
+        }
+        Ok(self.owners.get(slot).alloc)
     }
 
     /// Checks a requested address; the error says exactly why it is refused.
@@ -116,7 +185,7 @@ impl Subnet {
             return Err(AllocError::AddressTaken {
                 subnet: subnet(),
                 address,
-                owner: self.owners.get(holder.slot).owner.clone(),
+                owner: self.owners.get(holder.slot).owner().clone(),
             });
         }
         if fam.cfg.excluded.contains(addr) && !req.allow_excluded {
@@ -153,7 +222,7 @@ impl Subnet {
                 Some(&other) if Some(other) != slot => Err(AllocError::MacTaken {
                     subnet: self.name.clone(),
                     mac,
-                    owner: self.owners.get(other).owner.clone(),
+                    owner: self.owners.get(other).owner().clone(),
                 }),
                 _ => Ok(MacPlan::Static(mac)),
             },
@@ -238,7 +307,7 @@ impl Subnet {
 
     /// Releases everything `owner` holds here.
     pub(crate) fn release(&mut self, owner: &Owner) -> Option<Allocation> {
-        let alloc = self.owners.remove(owner)?.alloc;
+        let alloc = self.owners.remove_alloc(owner)?;
         for (i, family) in IpFamily::ALL.into_iter().enumerate() {
             if let Some(addr) = alloc.address(family) {
                 self.free_address(i, addr_value(addr));
@@ -250,10 +319,16 @@ impl Subnet {
         Some(alloc)
     }
 
+    /// What `owner` holds here.
+    pub(crate) fn get(&self, owner: &Owner) -> Option<Allocation> {
+        let slot = self.owners.find(owner)?;
+        Some(self.owners.get(slot).alloc)
+    }
+
     /// The owner of an address, if live.
     pub(crate) fn owner_of(&self, address: IpAddr) -> Option<Owner> {
         let fam = self.families[IpFamily::of(address).index()].as_ref()?;
         let holder = fam.using.get(&addr_value(address))?;
-        Some(self.owners.get(holder.slot).owner.clone())
+        Some(self.owners.get(holder.slot).owner().clone())
     }
 }

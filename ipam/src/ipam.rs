@@ -1,9 +1,10 @@
 //! The thread-safe entry point: a map of subnets, each behind its own lock.
 
 use std::net::IpAddr;
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use crate::error::{AllocError, SpecError};
+use crate::handle::SubnetHandle;
 use crate::hash::FxHashMap;
 use crate::owner::{Allocation, AllocationRequest, ExistingAllocation, Owner};
 use crate::report::{RebuildReport, SubnetUpdate};
@@ -18,12 +19,12 @@ use crate::usage::Usage;
 /// one subnet's mutex, so work on different subnets runs in parallel.
 #[derive(Debug, Default)]
 pub struct Ipam {
-    subnets: RwLock<FxHashMap<String, Mutex<Subnet>>>,
+    subnets: RwLock<FxHashMap<String, Arc<Mutex<Subnet>>>>,
 }
 
 /// Locks a subnet. A panic while holding the lock cannot leave a subnet
 /// half-changed (all checks run before any change), so poisoning is ignored.
-fn lock(subnet: &Mutex<Subnet>) -> MutexGuard<'_, Subnet> {
+pub(crate) fn lock(subnet: &Mutex<Subnet>) -> MutexGuard<'_, Subnet> {
     subnet.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -86,7 +87,10 @@ impl Ipam {
                 invalidated,
             });
         }
-        map.insert(name.to_owned(), Mutex::new(Subnet::new(name, config)));
+        map.insert(
+            name.to_owned(),
+            Arc::new(Mutex::new(Subnet::new(name, config))),
+        );
         tracing::debug!(subnet = name, "subnet added");
         Ok(SubnetUpdate {
             created: true,
@@ -97,7 +101,28 @@ impl Ipam {
     /// Deletes a subnet and all its allocations; false if it was unknown.
     pub fn delete_subnet(&self, name: &str) -> bool {
         let mut map = self.subnets.write().unwrap_or_else(PoisonError::into_inner);
-        map.remove(name).is_some()
+        match map.remove(name) {
+            Some(subnet) => {
+                // Handles may outlive the map entry; they must see the end.
+                lock(&subnet).deleted = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A handle on one subnet, for callers that work on it repeatedly:
+    /// its calls skip the subnet-name lookup. Once the subnet is deleted,
+    /// the handle answers [`AllocError::UnknownSubnet`], even if a subnet
+    /// of the same name is added again.
+    pub fn subnet(&self, name: &str) -> Result<SubnetHandle, AllocError> {
+        let map = self.subnets.read().unwrap_or_else(PoisonError::into_inner);
+        match map.get(name) {
+            Some(subnet) => Ok(SubnetHandle::new(name, Arc::clone(subnet))),
+            None => Err(AllocError::UnknownSubnet {
+                subnet: name.to_owned(),
+            }),
+        }
     }
 
     /// Names of all subnets, sorted.
@@ -161,9 +186,7 @@ impl Ipam {
 
     /// What `owner` holds in `subnet`.
     pub fn get(&self, subnet: &str, owner: &Owner) -> Result<Option<Allocation>, AllocError> {
-        self.with_subnet_alloc(subnet, |s| {
-            Ok(s.owners.find(owner).map(|slot| s.owners.get(slot).alloc))
-        })
+        self.with_subnet_alloc(subnet, |s| Ok(s.get(owner)))
     }
 
     /// Who holds `address` in `subnet`.
@@ -175,7 +198,7 @@ impl Ipam {
     pub fn allocations(&self, subnet: &str) -> Result<Vec<(Owner, Allocation)>, AllocError> {
         self.with_subnet_alloc(subnet, |s| {
             let mut all = Vec::with_capacity(s.owners.len());
-            all.extend(s.owners.iter().map(|(_, r)| (r.owner.clone(), r.alloc)));
+            all.extend(s.owners.iter().map(|(_, r)| (r.owner().clone(), r.alloc)));
             all.sort_by(|a, b| a.0.cmp(&b.0));
             Ok(all)
         })

@@ -64,6 +64,7 @@
 mod addr;
 mod alloc;
 mod error;
+mod handle;
 mod hash;
 mod ipam;
 mod owner;
@@ -76,6 +77,7 @@ mod usage;
 
 pub use addr::{IpFamily, Mac};
 pub use error::{AllocError, SpecError};
+pub use handle::SubnetHandle;
 pub use ipam::Ipam;
 pub use owner::{Allocation, AllocationRequest, ExistingAllocation, MacRequest, Owner};
 pub use range_set::RangeSet;

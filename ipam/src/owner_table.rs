@@ -22,17 +22,31 @@ pub(crate) type Slot = u32;
 /// One owner and what it holds.
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
-    pub(crate) owner: Owner,
+    /// `None` while the slot is free.
+    owner: Option<Owner>,
     pub(crate) alloc: Allocation,
     hash: u64,
+}
+
+impl Record {
+    /// The owner of a live record.
+    pub(crate) fn owner(&self) -> &Owner {
+        match &self.owner {
+            Some(owner) => owner,
+            None => unreachable!("record of a free slot"),
+        }
+    }
 }
 
 /// Owners by key, with stable slots.
 #[derive(Debug, Default)]
 pub(crate) struct OwnerTable {
     hasher: FxBuildHasher,
-    /// Indexed by slot; `None` for free slots.
-    records: Vec<Option<Record>>,
+    /// Indexed by slot. A free slot keeps its record with no owner, so
+    /// that taking it writes the fields where they lie: building a record
+    /// (its `Allocation` has byte-aligned fields) and moving it in costs
+    /// more than the rest of an allocation (failed store-to-load forwarding).
+    records: Vec<Record>,
     /// Free slots, reused before the slab grows.
     free: Vec<Slot>,
     /// Live slots, keyed by their owner's hash.
@@ -52,11 +66,10 @@ fn same(a: &Owner, b: &Owner) -> bool {
 }
 
 /// The record in a live slot of `records`.
-fn live(records: &[Option<Record>], slot: Slot) -> &Record {
-    match &records[slot as usize] {
-        Some(record) => record,
-        None => unreachable!("slot {slot} is free"),
-    }
+fn live(records: &[Record], slot: Slot) -> &Record {
+    let record = &records[slot as usize];
+    debug_assert!(record.owner.is_some(), "slot {slot} is free");
+    record
 }
 
 impl OwnerTable {
@@ -80,7 +93,7 @@ impl OwnerTable {
     pub(crate) fn lookup(&self, owner: &Owner, Tag(hash): Tag) -> Option<Slot> {
         let records = &self.records;
         self.index
-            .find(hash, |&slot| same(&live(records, slot).owner, owner))
+            .find(hash, |&slot| same(live(records, slot).owner(), owner))
             .copied()
     }
 
@@ -91,36 +104,39 @@ impl OwnerTable {
 
     /// The record in a live slot, mutably.
     pub(crate) fn get_mut(&mut self, slot: Slot) -> &mut Record {
-        match &mut self.records[slot as usize] {
-            Some(record) => record,
-            None => unreachable!("slot {slot} is free"),
-        }
+        let record = &mut self.records[slot as usize];
+        debug_assert!(record.owner.is_some(), "slot {slot} is free");
+        record
     }
 
     /// Adds an owner that is not in the table yet.
     pub(crate) fn insert(&mut self, owner: Owner, alloc: Allocation) -> Slot {
         let tag = self.tag(&owner);
-        self.insert_tagged(owner, tag, alloc)
+        let slot = self.insert_tagged(owner, tag);
+        self.get_mut(slot).alloc = alloc;
+        slot
     }
 
-    /// [`OwnerTable::insert`] with the owner's tag already computed.
-    pub(crate) fn insert_tagged(
-        &mut self,
-        owner: Owner,
-        Tag(hash): Tag,
-        alloc: Allocation,
-    ) -> Slot {
+    /// Adds an owner that is not in the table yet, holding nothing, with
+    /// its tag already computed.
+    pub(crate) fn insert_tagged(&mut self, owner: Owner, Tag(hash): Tag) -> Slot {
         debug_assert!(self.find(&owner).is_none(), "{owner} inserted twice");
-        let record = Some(Record { owner, alloc, hash });
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.records[slot as usize] = record;
+                let record = &mut self.records[slot as usize];
+                record.owner = Some(owner);
+                record.alloc = Allocation::default();
+                record.hash = hash;
                 slot
             }
             None => {
                 let slot =
                     Slot::try_from(self.records.len()).expect("fewer than 2^32 owners per subnet");
-                self.records.push(record);
+                self.records.push(Record {
+                    owner: Some(owner),
+                    alloc: Allocation::default(),
+                    hash,
+                });
                 slot
             }
         };
@@ -131,9 +147,29 @@ impl OwnerTable {
     }
 
     /// Removes `owner`, returning its record.
+    #[cfg(test)]
     pub(crate) fn remove(&mut self, owner: &Owner) -> Option<Record> {
         let slot = self.find(owner)?;
         Some(self.remove_slot(slot))
+    }
+
+    /// Removes `owner`, returning what it held. Unlike
+    /// [`OwnerTable::remove`], the record is dropped where it lies instead
+    /// of being moved out (release runs on every pod deletion).
+    pub(crate) fn remove_alloc(&mut self, owner: &Owner) -> Option<Allocation> {
+        let hash = self.tag(owner).0;
+        let records = &self.records;
+        let Ok(entry) = self
+            .index
+            .find_entry(hash, |&slot| same(live(records, slot).owner(), owner))
+        else {
+            return None;
+        };
+        let (slot, _) = entry.remove();
+        self.free.push(slot);
+        let record = &mut self.records[slot as usize];
+        record.owner = None;
+        Some(record.alloc)
     }
 
     /// Removes the owner in a live slot, returning its record.
@@ -146,9 +182,11 @@ impl OwnerTable {
             Err(_) => unreachable!("live slot {slot} not indexed"),
         }
         self.free.push(slot);
-        match self.records[slot as usize].take() {
-            Some(record) => record,
-            None => unreachable!("indexed slot {slot} is free"),
+        let record = &mut self.records[slot as usize];
+        Record {
+            owner: record.owner.take(),
+            alloc: record.alloc,
+            hash,
         }
     }
 
@@ -157,7 +195,8 @@ impl OwnerTable {
         self.records
             .iter()
             .enumerate()
-            .filter_map(|(slot, r)| r.as_ref().map(|r| (slot as Slot, r)))
+            .filter(|(_, r)| r.owner.is_some())
+            .map(|(slot, r)| (slot as Slot, r))
     }
 
     /// Forgets every owner (keeping the allocated capacity).
@@ -192,7 +231,7 @@ mod tests {
         assert_eq!(table.iter().count(), model.len());
         for (&i, &slot) in model {
             assert_eq!(table.find(&owner(i)), Some(slot));
-            assert_eq!(table.get(slot).owner, owner(i));
+            assert_eq!(table.get(slot).owner(), &owner(i));
             assert_eq!(table.get(slot).alloc, v4(i));
         }
     }
@@ -207,12 +246,12 @@ mod tests {
         check(&table, &model);
         for i in (0..1000).step_by(2) {
             let slot = model.remove(&i).unwrap();
-            assert_eq!(table.remove(&owner(i)).unwrap().owner, owner(i));
+            assert_eq!(table.remove(&owner(i)).unwrap().owner(), &owner(i));
             assert!(table.find(&owner(i)).is_none());
             // The freed slot is the next one handed out.
             let again = table.insert(owner(i + 1000), v4(i + 1000));
             assert_eq!(again, slot);
-            assert_eq!(table.remove_slot(again).owner, owner(i + 1000));
+            assert_eq!(table.remove_slot(again).owner(), &owner(i + 1000));
         }
         check(&table, &model);
         table.clear();
@@ -229,12 +268,13 @@ mod tests {
                 match (op, model.contains_key(&i)) {
                     (0, false) => { model.insert(i, table.insert(owner(i), v4(i))); }
                     (0, true) | (1, _) => {
-                        let removed = table.remove(&owner(i)).map(|r| r.owner);
+                        let removed = table.remove(&owner(i)).map(|r| r.owner().clone());
                         proptest::prop_assert_eq!(removed, model.remove(&i).map(|_| owner(i)));
                     }
                     (_, true) => {
                         let slot = model.remove(&i).unwrap();
-                        proptest::prop_assert_eq!(table.remove_slot(slot).owner, owner(i));
+                        let removed = table.remove_slot(slot);
+                        proptest::prop_assert_eq!(removed.owner(), &owner(i));
                     }
                     (_, false) => proptest::prop_assert!(table.find(&owner(i)).is_none()),
                 }

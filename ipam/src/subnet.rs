@@ -157,6 +157,12 @@ impl FamilyState {
     /// fresh ones run out (delayed reuse).
     pub(crate) fn take_next(&mut self, pool: usize) -> Option<u128> {
         self.peek_next(pool)?;
+        self.take_peeked(pool)
+    }
+
+    /// [`FamilyState::take_next`] right after a [`FamilyState::peek_next`]
+    /// of the same pool that found an address.
+    pub(crate) fn take_peeked(&mut self, pool: usize) -> Option<u128> {
         let p = &mut self.pools[pool];
         if p.fresh.is_empty() {
             std::mem::swap(&mut p.fresh, &mut p.released);
@@ -229,6 +235,9 @@ pub(crate) struct Subnet {
     pub(crate) owners: OwnerTable,
     pub(crate) macs: FxHashMap<Mac, Slot>,
     pub(crate) rng: MacRng,
+    /// Set when the subnet is deleted from its [`Ipam`](crate::Ipam), for
+    /// the [`SubnetHandle`](crate::SubnetHandle)s that outlive it.
+    pub(crate) deleted: bool,
 }
 
 /// Checks a live address against a (new) family configuration.
@@ -254,6 +263,7 @@ impl Subnet {
             owners: OwnerTable::default(),
             macs: FxHashMap::default(),
             rng: MacRng::from_entropy(),
+            deleted: false,
         };
         subnet.reconfigure(config);
         subnet
@@ -293,7 +303,7 @@ impl Subnet {
             lost.sort_unstable_by_key(|(addr, _, _)| *addr);
             for (addr, slot, reason) in lost {
                 invalid.push(Invalidated {
-                    owner: self.owners.get(slot).owner.clone(),
+                    owner: self.owners.get(slot).owner().clone(),
                     address: family.addr(addr),
                     reason,
                 });
@@ -463,7 +473,7 @@ impl Subnet {
             if let Some(holder) = fam.using.get(addr) {
                 return Err(RebuildProblem::AddressConflict {
                     address,
-                    kept: self.owners.get(holder.slot).owner.clone(),
+                    kept: self.owners.get(holder.slot).owner().clone(),
                 });
             }
         }
@@ -471,7 +481,7 @@ impl Subnet {
             if let Some(&kept) = self.macs.get(&mac) {
                 return Err(RebuildProblem::MacConflict {
                     mac,
-                    kept: self.owners.get(kept).owner.clone(),
+                    kept: self.owners.get(kept).owner().clone(),
                 });
             }
         }

@@ -3,6 +3,7 @@
 mod concurrency;
 mod edge_cases;
 mod errors;
+mod handle;
 mod model;
 mod pools;
 mod rebuild;

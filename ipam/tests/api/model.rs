@@ -8,7 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use ipam::{AllocError, AllocationRequest, ExistingAllocation, Ipam, Mac, Owner, SubnetSpec};
+use ipam::{
+    AllocError, Allocation, AllocationRequest, ExistingAllocation, Ipam, Mac, Owner, SubnetHandle,
+    SubnetSpec,
+};
 use proptest::prelude::*;
 
 const V4_BASE: u128 = 0x0a00_0000;
@@ -445,13 +448,32 @@ fn format_set(i: usize, set: &BTreeSet<u128>) -> String {
         .join(",")
 }
 
+#[derive(Default)]
 struct Harness {
     ipam: Ipam,
     model: [Option<MSubnet>; 2],
     macs: [BTreeMap<usize, Mac>; 2],
+    /// A handle per subnet, taken when it was (re)created and kept after
+    /// its deletion: odd owners go through it, so a stale handle must
+    /// answer like the by-name calls on an unknown subnet.
+    handles: [Option<SubnetHandle>; 2],
 }
 
 impl Harness {
+    fn release(&self, s: usize, o: usize) -> Result<Option<Allocation>, AllocError> {
+        match &self.handles[s] {
+            Some(h) if o % 2 == 1 => h.release(&owner(o)),
+            _ => self.ipam.release(SUBNETS[s], &owner(o)),
+        }
+    }
+
+    fn alloc(&self, s: usize, o: usize, req: &AllocationRequest) -> Result<Allocation, AllocError> {
+        match &self.handles[s] {
+            Some(h) if o % 2 == 1 => h.allocate(&owner(o), req),
+            _ => self.ipam.allocate(SUBNETS[s], &owner(o), req),
+        }
+    }
+
     fn step(&mut self, op: &Op) {
         match op {
             Op::Upsert(s, c) => self.upsert(*s, c),
@@ -468,7 +490,7 @@ impl Harness {
                 self.allocate(*s, *o, statics, *allow)
             }
             Op::Release(s, o) => {
-                let got = self.ipam.release(SUBNETS[*s], &owner(*o));
+                let got = self.release(*s, *o);
                 match &mut self.model[*s] {
                     None => assert!(matches!(got, Err(AllocError::UnknownSubnet { .. }))),
                     Some(m) => {
@@ -490,6 +512,9 @@ impl Harness {
             return;
         };
         let update = got.unwrap_or_else(|e| panic!("{:?} refused: {e}", c.spec()));
+        if update.created {
+            self.handles[s] = Some(self.ipam.subnet(SUBNETS[s]).expect("subnet just added"));
+        }
         let m = self.model[s].get_or_insert_with(MSubnet::default);
         assert_eq!(update.created, m.fams.iter().all(Option::is_none));
         let expected = m.reconfigure(fams);
@@ -518,7 +543,7 @@ impl Harness {
             allow_excluded: allow,
             ..AllocationRequest::with_addresses(addresses)
         };
-        let got = self.ipam.allocate(SUBNETS[s], &owner(o), &req);
+        let got = self.alloc(s, o, &req);
         let Some(m) = &mut self.model[s] else {
             assert_eq!(got.map_err(|e| kind(&e)), Err(Kind::Unknown));
             return;
@@ -623,7 +648,7 @@ proptest! {
 
     #[test]
     fn ipam_matches_reference_model(ops in proptest::collection::vec(op(), 1..80)) {
-        let mut h = Harness { ipam: Ipam::new(), model: [None, None], macs: Default::default() };
+        let mut h = Harness::default();
         for op in &ops {
             h.step(op);
         }
@@ -633,7 +658,7 @@ proptest! {
     fn static_and_automatic_churn_matches_reference_model(
         ops in proptest::collection::vec(churn_op(), 1..250)
     ) {
-        let mut h = Harness { ipam: Ipam::new(), model: [None, None], macs: Default::default() };
+        let mut h = Harness::default();
         for op in &ops {
             h.step(op);
         }
