@@ -78,8 +78,7 @@ pub struct Mac(pub [u8; 6]);
 /// a byte slice): MACs are looked up on every allocation and release.
 impl std::hash::Hash for Mac {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let [a, b, c, d, e, f] = self.0;
-        state.write_u64(u64::from_be_bytes([0, 0, a, b, c, d, e, f]));
+        state.write_u64(self.key());
     }
 }
 
@@ -96,9 +95,30 @@ impl Mac {
 
     /// A locally administered unicast MAC from 48 random bits: the
     /// multicast bit is cleared and the local bit set, as Kube-OVN does.
+    #[cfg(test)]
     pub(crate) fn local_unicast(random: u64) -> Mac {
-        let b = random.to_be_bytes();
-        Mac([(b[2] & 0xfe) | 0x02, b[3], b[4], b[5], b[6], b[7]])
+        Mac::from_key(Mac::local_unicast_key(random))
+    }
+
+    /// The [`Mac::key`] of [`Mac::local_unicast`]`(random)`, computed
+    /// without building the byte array.
+    pub(crate) fn local_unicast_key(random: u64) -> u64 {
+        // The first octet is bits 40..48: bit 40 is the group bit, 41 the
+        // local bit.
+        (random & 0xffff_ffff_ffff & !(1 << 40)) | (1 << 41)
+    }
+
+    /// The MAC as a 48-bit integer, first octet highest: the form the
+    /// IPAM's MAC index keys on (one word to hash and compare).
+    pub(crate) fn key(self) -> u64 {
+        let [a, b, c, d, e, f] = self.0;
+        u64::from_be_bytes([0, 0, a, b, c, d, e, f])
+    }
+
+    /// The MAC of a [`Mac::key`].
+    pub(crate) fn from_key(key: u64) -> Mac {
+        let [_, _, a, b, c, d, e, f] = key.to_be_bytes();
+        Mac([a, b, c, d, e, f])
     }
 
     /// Parses and checks a MAC a NIC can carry (unicast, not all zero).
@@ -214,8 +234,22 @@ mod tests {
     fn generated_macs_are_local_unicast() {
         let mut rng = MacRng::from_entropy();
         for _ in 0..1000 {
-            let mac = Mac::local_unicast(rng.next_u64());
+            let random = rng.next_u64();
+            let mac = Mac::local_unicast(random);
             assert!(mac.is_local() && !mac.is_multicast(), "{mac}");
+            assert_eq!(mac.key(), Mac::local_unicast_key(random));
+            // The five low octets are the random ones.
+            assert_eq!(mac.key() & 0xff_ffff_ffff, random & 0xff_ffff_ffff);
         }
+        let all = Mac::local_unicast(u64::MAX);
+        assert_eq!(all.to_string(), "fe:ff:ff:ff:ff:ff");
+        assert_eq!(Mac::local_unicast(0).to_string(), "02:00:00:00:00:00");
+    }
+
+    #[test]
+    fn key_round_trips() {
+        let mac: Mac = "0a:58:0a:10:00:05".parse().unwrap();
+        assert_eq!(mac.key(), 0x0a58_0a10_0005);
+        assert_eq!(Mac::from_key(mac.key()), mac);
     }
 }

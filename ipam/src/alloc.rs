@@ -218,7 +218,7 @@ impl Subnet {
             MacRequest::Generate if held_mac.is_none() => Ok(MacPlan::Generate),
             MacRequest::Generate | MacRequest::None => Ok(MacPlan::Keep),
             MacRequest::Static(mac) if held_mac == Some(mac) => Ok(MacPlan::Keep),
-            MacRequest::Static(mac) => match self.macs.get(&mac) {
+            MacRequest::Static(mac) => match self.macs.get(&mac.key()) {
                 Some(&other) if Some(other) != slot => Err(AllocError::MacTaken {
                     subnet: self.name.clone(),
                     mac,
@@ -233,10 +233,10 @@ impl Subnet {
     /// recorded as `slot`'s (one hash lookup when the first draw is free).
     fn claim_unique_mac(&mut self, slot: Slot) -> Mac {
         loop {
-            let mac = Mac::local_unicast(self.rng.next_u64());
-            if let Entry::Vacant(free) = self.macs.entry(mac) {
+            let key = Mac::local_unicast_key(self.rng.next_u64());
+            if let Entry::Vacant(free) = self.macs.entry(key) {
                 free.insert(slot);
-                return mac;
+                return Mac::from_key(key);
             }
         }
     }
@@ -287,9 +287,9 @@ impl Subnet {
             MacPlan::Generate => alloc.mac = Some(self.claim_unique_mac(slot)),
             MacPlan::Static(new) => {
                 if let Some(old) = alloc.mac {
-                    self.macs.remove(&old);
+                    self.macs.remove(&old.key());
                 }
-                self.macs.insert(new, slot);
+                self.macs.insert(new.key(), slot);
                 alloc.mac = Some(new);
             }
         }
@@ -307,15 +307,18 @@ impl Subnet {
 
     /// Releases everything `owner` holds here.
     pub(crate) fn release(&mut self, owner: &Owner) -> Option<Allocation> {
-        let alloc = self.owners.remove_alloc(owner)?;
-        for (i, family) in IpFamily::ALL.into_iter().enumerate() {
-            if let Some(addr) = alloc.address(family) {
-                self.free_address(i, addr_value(addr));
-            }
+        let slot = self.owners.unindex(owner)?;
+        let alloc = self.owners.get(slot).alloc;
+        if let Some(v4) = alloc.v4 {
+            self.free_address(0, u128::from(u32::from(v4)));
+        }
+        if let Some(v6) = alloc.v6 {
+            self.free_address(1, u128::from(v6));
         }
         if let Some(mac) = alloc.mac {
-            self.macs.remove(&mac);
+            self.macs.remove(&mac.key());
         }
+        self.owners.free_slot(slot);
         Some(alloc)
     }
 

@@ -38,11 +38,16 @@ impl SubnetHandle {
     fn with<T>(&self, f: impl FnOnce(&mut Subnet) -> T) -> Result<T, AllocError> {
         let mut subnet = lock(&self.subnet);
         if subnet.deleted {
-            return Err(AllocError::UnknownSubnet {
-                subnet: self.name.to_string(),
-            });
+            return Err(self.deleted());
         }
         Ok(f(&mut subnet))
+    }
+
+    #[cold]
+    fn deleted(&self) -> AllocError {
+        AllocError::UnknownSubnet {
+            subnet: self.name.to_string(),
+        }
     }
 
     /// [`Ipam::allocate`](crate::Ipam::allocate) on this subnet.
@@ -51,12 +56,22 @@ impl SubnetHandle {
         owner: &Owner,
         req: &AllocationRequest,
     ) -> Result<Allocation, AllocError> {
-        self.with(|s| s.allocate(owner, req))?
+        // Not through `with`: a nested `Result` costs one more copy of the
+        // allocation on the hot path.
+        let mut subnet = lock(&self.subnet);
+        if subnet.deleted {
+            return Err(self.deleted());
+        }
+        subnet.allocate(owner, req)
     }
 
     /// [`Ipam::release`](crate::Ipam::release) on this subnet.
     pub fn release(&self, owner: &Owner) -> Result<Option<Allocation>, AllocError> {
-        self.with(|s| s.release(owner))
+        let mut subnet = lock(&self.subnet);
+        if subnet.deleted {
+            return Err(self.deleted());
+        }
+        Ok(subnet.release(owner))
     }
 
     /// [`Ipam::get`](crate::Ipam::get) on this subnet.

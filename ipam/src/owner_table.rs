@@ -8,7 +8,6 @@
 //! the only stored copy of its owner. Memory follows the number of owners,
 //! never the subnet size.
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -76,7 +75,7 @@ impl OwnerTable {
     /// Hashes an owner, for [`OwnerTable::lookup`] and
     /// [`OwnerTable::insert_tagged`].
     pub(crate) fn tag(&self, owner: &Owner) -> Tag {
-        Tag(self.hasher.hash_one(owner))
+        Tag(self.hasher.hash_str_pair(&owner.pod, &owner.nic))
     }
 
     /// Number of owners.
@@ -153,23 +152,23 @@ impl OwnerTable {
         Some(self.remove_slot(slot))
     }
 
-    /// Removes `owner`, returning what it held. Unlike
-    /// [`OwnerTable::remove`], the record is dropped where it lies instead
-    /// of being moved out (release runs on every pod deletion).
-    pub(crate) fn remove_alloc(&mut self, owner: &Owner) -> Option<Allocation> {
+    /// Takes `owner` out of the index and returns its slot, whose record
+    /// stays readable until [`OwnerTable::free_slot`]: release reads what
+    /// the owner held in place instead of moving a record out.
+    pub(crate) fn unindex(&mut self, owner: &Owner) -> Option<Slot> {
         let hash = self.tag(owner).0;
         let records = &self.records;
-        let Ok(entry) = self
+        let entry = self
             .index
             .find_entry(hash, |&slot| same(live(records, slot).owner(), owner))
-        else {
-            return None;
-        };
-        let (slot, _) = entry.remove();
+            .ok()?;
+        Some(entry.remove().0)
+    }
+
+    /// Frees a slot taken out of the index by [`OwnerTable::unindex`].
+    pub(crate) fn free_slot(&mut self, slot: Slot) {
+        self.records[slot as usize].owner = None;
         self.free.push(slot);
-        let record = &mut self.records[slot as usize];
-        record.owner = None;
-        Some(record.alloc)
     }
 
     /// Removes the owner in a live slot, returning its record.

@@ -33,7 +33,7 @@
 
 use std::net::IpAddr;
 
-use crate::addr::{addr_value, IpFamily, Mac, MacRng};
+use crate::addr::{addr_value, IpFamily, MacRng};
 use crate::error::{AllocError, SpecError};
 use crate::hash::{FxHashMap, FxHashSet};
 use crate::owner::{Allocation, ExistingAllocation};
@@ -233,7 +233,8 @@ pub(crate) struct Subnet {
     /// `pool_names` (index 0 unused).
     pool_specs: Vec<[RangeSet; 2]>,
     pub(crate) owners: OwnerTable,
-    pub(crate) macs: FxHashMap<Mac, Slot>,
+    /// MACs by their key (`Mac::key`).
+    pub(crate) macs: FxHashMap<u64, Slot>,
     pub(crate) rng: MacRng,
     /// Set when the subnet is deleted from its [`Ipam`](crate::Ipam), for
     /// the [`SubnetHandle`](crate::SubnetHandle)s that outlive it.
@@ -330,7 +331,7 @@ impl Subnet {
         alloc.set(family, None);
         if alloc.v4.is_none() && alloc.v6.is_none() {
             if let Some(mac) = alloc.mac {
-                self.macs.remove(&mac);
+                self.macs.remove(&mac.key());
             }
             self.owners.remove_slot(slot);
         }
@@ -478,7 +479,7 @@ impl Subnet {
             }
         }
         if let Some(mac) = entry.mac {
-            if let Some(&kept) = self.macs.get(&mac) {
+            if let Some(&kept) = self.macs.get(&mac.key()) {
                 return Err(RebuildProblem::MacConflict {
                     mac,
                     kept: self.owners.get(kept).owner().clone(),
@@ -511,7 +512,7 @@ impl Subnet {
             fam.using.insert(addr, holder);
         }
         if let Some(mac) = entry.mac {
-            self.macs.insert(mac, slot);
+            self.macs.insert(mac.key(), slot);
         }
     }
 
