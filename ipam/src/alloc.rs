@@ -251,14 +251,14 @@ impl Subnet {
         mac: MacPlan,
         allow_excluded: bool,
     ) -> Allocation {
-        let mut alloc = self.owners.get(slot).alloc;
+        // Fields are written where they lie (see `allocate_new`).
         for (i, pick) in picks.into_iter().enumerate() {
             let addr = match pick {
                 Pick::Keep => continue,
                 Pick::Static(addr) | Pick::Next(addr) => addr,
             };
             let family = IpFamily::ALL[i];
-            if let Some(old) = alloc.address(family) {
+            if let Some(old) = self.owners.get(slot).alloc.address(family) {
                 self.free_address(i, addr_value(old));
             }
             let Some(fam) = self.families[i].as_mut() else {
@@ -280,21 +280,23 @@ impl Subnet {
                     fam.take_static(addr, slot, excluded_ok);
                 }
             }
-            alloc.set(family, Some(addr));
+            self.owners.get_mut(slot).alloc.set(family, Some(addr));
         }
         match mac {
             MacPlan::Keep => {}
-            MacPlan::Generate => alloc.mac = Some(self.claim_unique_mac(slot)),
+            MacPlan::Generate => {
+                let mac = self.claim_unique_mac(slot);
+                self.owners.get_mut(slot).alloc.mac = Some(mac);
+            }
             MacPlan::Static(new) => {
-                if let Some(old) = alloc.mac {
+                if let Some(old) = self.owners.get(slot).alloc.mac {
                     self.macs.remove(&old.key());
                 }
                 self.macs.insert(new.key(), slot);
-                alloc.mac = Some(new);
+                self.owners.get_mut(slot).alloc.mac = Some(new);
             }
         }
-        self.owners.get_mut(slot).alloc = alloc;
-        alloc
+        self.owners.get(slot).alloc
     }
 
     /// Returns a live address to its pool as released; excluded or
