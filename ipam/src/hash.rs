@@ -77,10 +77,18 @@ impl BuildHasher for FxBuildHasher {
 }
 
 impl FxBuildHasher {
-    /// Hash of two strings in turn; unlike `hash_one` of a pair of `str`,
-    /// it inlines whole (std's `Hasher::write_str`, which adds a separator
-    /// byte, cannot be overridden on stable Rust). Each `write` mixes in its
-    /// length, so `("ab", "c")` and `("a", "bc")` differ.
+    /// Hash of a string; unlike `hash_one` of a `str`, it inlines whole (std's `Hasher::write_str`, which adds a separator
+    /// byte, cannot be overridden on stable Rust).
+    #[inline]
+    pub(crate) fn hash_str(&self, a: &str) -> u64 {
+        let mut h = self.build_hasher();
+        h.write(a.as_bytes());
+        h.finish()
+    }
+
+    /// Hash of two strings in turn (see [`FxBuildHasher::hash_str`]).
+    /// Each `write` mixes in its length, so `("ab", "c")` and `("a", "bc")`
+    /// differ.
     #[inline]
     pub(crate) fn hash_str_pair(&self, a: &str, b: &str) -> u64 {
         let mut h = self.build_hasher();
