@@ -9,7 +9,7 @@ use crate::addr::{addr_value, IpFamily, Mac};
 use crate::error::AllocError;
 use crate::owner::{Allocation, AllocationRequest, MacRequest, Owner};
 use crate::owner_table::{Slot, Tag};
-use crate::subnet::{Holder, Subnet};
+use crate::subnet::Subnet;
 
 /// What to do with one family of an allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,12 +141,7 @@ impl Subnet {
             };
             let taken = fam.take_peeked(0);
             debug_assert_eq!(taken, Some(addr), "peeked address must be taken");
-            let holder = Holder {
-                slot,
-                excluded_ok: false,
-                parked: false,
-            };
-            fam.using.insert(addr, holder);
+            fam.hold_automatic(addr, slot);
             self.owners.get_mut(slot).alloc.set(family, Some(addr));
         }
         if mac == MacRequest::Generate {
@@ -268,12 +263,7 @@ impl Subnet {
                 Pick::Next(_) => {
                     let taken = fam.take_next(pool);
                     debug_assert_eq!(taken, Some(addr), "peeked address must be taken");
-                    let holder = Holder {
-                        slot,
-                        excluded_ok: false,
-                        parked: false,
-                    };
-                    fam.using.insert(addr, holder);
+                    fam.hold_automatic(addr, slot);
                 }
                 _ => {
                     let excluded_ok = allow_excluded && fam.cfg.excluded.contains(addr);

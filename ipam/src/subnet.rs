@@ -170,6 +170,17 @@ impl FamilyState {
         p.fresh.pop_first()
     }
 
+    /// Records `addr`, just taken from the pool's free sets, as held by
+    /// `slot` (an automatic allocation).
+    pub(crate) fn hold_automatic(&mut self, addr: u128, slot: Slot) {
+        let holder = Holder {
+            slot,
+            excluded_ok: false,
+            parked: false,
+        };
+        self.using.insert(addr, holder);
+    }
+
     /// Records a static allocation of `addr` (not live): the free sets are
     /// left as they are (see the module docs).
     pub(crate) fn take_static(&mut self, addr: u128, slot: Slot, excluded_ok: bool) {
