@@ -1,6 +1,6 @@
 //! A handle on one subnet, resolved once by name.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::AllocError;
 use crate::ipam::lock;
@@ -35,12 +35,15 @@ impl SubnetHandle {
         &self.name
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut Subnet) -> T) -> Result<T, AllocError> {
-        let mut subnet = lock(&self.subnet);
+    /// Locks the subnet, unless it was deleted. Each call below returns
+    /// its subnet call's value directly (no closure and no nested
+    /// `Result`, which cost one more copy of the allocation).
+    fn lock(&self) -> Result<MutexGuard<'_, Subnet>, AllocError> {
+        let subnet = lock(&self.subnet);
         if subnet.deleted {
             return Err(self.deleted());
         }
-        Ok(f(&mut subnet))
+        Ok(subnet)
     }
 
     #[cold]
@@ -56,26 +59,16 @@ impl SubnetHandle {
         owner: &Owner,
         req: &AllocationRequest,
     ) -> Result<Allocation, AllocError> {
-        // Not through `with`: a nested `Result` costs one more copy of the
-        // allocation on the hot path.
-        let mut subnet = lock(&self.subnet);
-        if subnet.deleted {
-            return Err(self.deleted());
-        }
-        subnet.allocate(owner, req)
+        self.lock()?.allocate(owner, req)
     }
 
     /// [`Ipam::release`](crate::Ipam::release) on this subnet.
     pub fn release(&self, owner: &Owner) -> Result<Option<Allocation>, AllocError> {
-        let mut subnet = lock(&self.subnet);
-        if subnet.deleted {
-            return Err(self.deleted());
-        }
-        Ok(subnet.release(owner))
+        Ok(self.lock()?.release(owner))
     }
 
     /// [`Ipam::get`](crate::Ipam::get) on this subnet.
     pub fn get(&self, owner: &Owner) -> Result<Option<Allocation>, AllocError> {
-        self.with(|s| s.get(owner))
+        Ok(self.lock()?.get(owner))
     }
 }

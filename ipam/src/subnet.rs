@@ -529,7 +529,6 @@ impl Subnet {
 
     /// Splits requested addresses by family: at most one per family, and
     /// only families the subnet has.
-    #[inline(always)]
     pub(crate) fn by_family(&self, addresses: &[IpAddr]) -> Result<[Option<u128>; 2], AllocError> {
         let mut out = [None, None];
         for &address in addresses {
