@@ -4,25 +4,32 @@
 //!
 //! # Model
 //!
-//! A [`Client`] is a cheap, cloneable handle. One background task owns the connection:
-//! it writes requests (numbered with integer ids, many in flight at once), routes replies
-//! back to the callers, answers the server's `echo` probes, sends its own when the
-//! server has been silent for [`ClientOptions::probe_interval`], and applies monitor
-//! updates to their caches **before** it delivers any later reply. Because
-//! ovsdb-server sends the updates caused by a transaction before the transaction's
-//! reply, a [`Client::transact`] that returns `Ok` has already been reflected in every
-//! cache monitoring the touched tables.
+//! A [`Client`] is a cheap, cloneable handle. One background task owns the connection's
+//! life: it connects, writes queued requests (numbered with integer ids, many in flight
+//! at once), routes replies back to the callers, answers the server's `echo` probes,
+//! sends its own when the server has been silent for [`ClientOptions::probe_interval`],
+//! and applies monitor updates to their caches **before** it delivers any later reply.
+//! Because ovsdb-server sends the updates caused by a transaction before the
+//! transaction's reply, a [`Client::transact`] that returns `Ok` has already been
+//! reflected in every cache monitoring the touched tables.
 //!
 //! # I/O
 //!
-//! Callers encode their request to bytes on their own task; the connection task only
-//! copies them into its outgoing buffer and writes that buffer *beside* reading (a
-//! server that waits for us to read its replies before reading more requests must not
-//! deadlock a pipeline of large transactions). The socket is registered with the reactor
-//! for readability only and written through a second handle, registered for writability
-//! only while a write would block, so that the server reading a request does not wake
-//! the client for nothing. The inactivity probe uses one timer per connection, re-armed
-//! when it fires rather than on every message.
+//! Callers encode their request to bytes on their own task. A request made while the
+//! connection is idle (up, nothing in flight, nothing queued ahead of it) is written by
+//! its caller, and the caller's task reads the socket until its reply arrives, handling
+//! whatever comes first (monitor updates, the server's `echo`) exactly as the connection
+//! task would, then hands reading back to that task. A sequential caller thus costs one
+//! task wake-up per round trip instead of three (caller to connection task, reactor to
+//! connection task, connection task to caller). Otherwise the connection task copies the
+//! bytes into its outgoing buffer and writes that buffer *beside* reading (a server that
+//! waits for us to read its replies before reading more requests must not deadlock a
+//! pipeline of large transactions). Requests and notifications leave in the order they
+//! were made either way. The socket is registered with the reactor for readability only
+//! and written through a second handle, registered for writability only while a write
+//! would block, so that the server reading a request does not wake the client for
+//! nothing. The inactivity probe uses one timer per connection, re-armed when it fires
+//! rather than on every message.
 //!
 //! # Reconnection and clusters
 //!

@@ -313,7 +313,7 @@ pub use self::tokio_codec::JsonRpcCodec;
 
 #[cfg(feature = "client")]
 mod tokio_codec {
-    use bytes::{BufMut, BytesMut};
+    use bytes::{Buf, BufMut, BytesMut};
     use tokio_util::codec::{Decoder, Encoder};
 
     use super::{DecodeError, JsonFramer};
@@ -346,8 +346,11 @@ mod tokio_codec {
                 // Let the buffer grow in big steps rather than per read.
                 return Ok(None);
             };
-            let frame = src.split_to(span.end);
-            Ok(Some(Message::from_slice(&frame[span.start..])?))
+            // Parse in place and then drop the bytes: splitting the frame off would turn
+            // the buffer into shared storage and make the next read reallocate it.
+            let message = Message::from_slice(&src[span.start..span.end]);
+            src.advance(span.end);
+            Ok(Some(message?))
         }
 
         fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Message>, DecodeError> {

@@ -18,15 +18,20 @@ use super::remote::{Remote, Stream, StreamWriter};
 use crate::codec::{DecodeError, JsonRpcCodec};
 use crate::rpc::Message;
 
+/// A caller's request: where its reply goes, and how to fail it.
+#[derive(Debug)]
+pub(crate) struct UserCall {
+    pub method: Cow<'static, str>,
+    /// A `transact` whose connection drops fails as "outcome unknown".
+    pub transact: bool,
+    pub reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+}
+
 /// Where the reply to a request we sent must go.
 #[derive(Debug)]
 pub(crate) enum Pending {
-    /// A caller waits on `reply`.
-    User {
-        method: Cow<'static, str>,
-        transact: bool,
-        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-    },
+    /// A caller waits for it.
+    User(UserCall),
     /// Our own inactivity probe.
     Probe,
     /// The start (or resume) of a monitor; its reply fills the monitor's cache.
@@ -105,7 +110,7 @@ impl Outbox {
         std::future::poll_fn(|cx| self.poll_drain(cx)).await
     }
 
-    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+    pub fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         while self.sent < self.buf.len() {
             let n = ready!(self.writer.poll_write(cx, &self.buf[self.sent..]))?;
             if n == 0 {
@@ -200,11 +205,11 @@ impl Conn {
         let remote = self.remote.to_string();
         for (_, pending) in self.pending.drain() {
             match pending {
-                Pending::User {
+                Pending::User(UserCall {
                     method,
                     transact,
                     reply,
-                } => {
+                }) => {
                     let error = if transact {
                         Error::OutcomeUnknown {
                             remote: remote.clone(),

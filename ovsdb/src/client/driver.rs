@@ -1,38 +1,50 @@
-//! The client's background task: owns the connection, multiplexes requests by id,
-//! answers the server's `echo`, sends our own inactivity probes, feeds monitors, and
-//! reconnects (with backoff, to the next remote) when the connection or the server's
-//! suitability is lost.
+//! The client's background task and the state it shares with callers.
+//!
+//! The task owns the connection's life: it connects (with backoff, to the next remote),
+//! sets the session up, writes queued requests, answers the server's `echo`, sends our
+//! own inactivity probes, and ends the connection when it fails or the server stops
+//! qualifying. Everything an incoming message touches (the connection's pending
+//! requests, monitors, the `_Server` watch) lives in one [`Session`] behind a mutex that
+//! is never held across an `await`, so that a caller whose request finds the connection
+//! idle can write it and read the reply on its own task (see `handle.rs`): one task wake
+//! per round trip instead of three.
 
-use std::borrow::Cow;
+use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::Stream as _;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::{sleep, sleep_until, Instant, Sleep};
 use tracing::{debug, info, warn};
 
-use super::conn::{Conn, Ended, Pending};
+use super::conn::{Conn, Ended, Pending, UserCall};
 use super::error::Error;
 use super::monitor::Monitors;
 use super::server::{self, ServerWatch, SERVER_MONITOR_ID};
 use super::{ClientOptions, Event};
 use crate::rpc::{params_to_raw, Message, RpcError};
 
+/// Messages read per pass before the reader yields to the other sources of work.
+const READ_BUDGET: usize = 64;
+/// Commands taken per pass.
+const COMMAND_BUDGET: usize = 256;
+/// Passes over all sources in one poll of the connection task before it yields.
+const PASSES: usize = 8;
+
 /// A request from a client handle to the background task.
 #[derive(Debug)]
 pub(crate) enum Command {
     Call {
         id: u64,
-        method: Cow<'static, str>,
         /// The whole request, already encoded by the caller.
         frame: Vec<u8>,
-        transact: bool,
-        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+        call: UserCall,
     },
     Notify {
         method: String,
@@ -52,16 +64,188 @@ pub(crate) enum Command {
     ForgetMonitor { monitor: u64 },
 }
 
+/// What the connection task and the client handles share.
 #[derive(Debug)]
-pub(crate) struct Driver {
+pub(crate) struct Shared {
+    session: Mutex<Session>,
+    /// Commands sent to the task and not yet taken by it. A request is written by its
+    /// caller only when none is queued, so requests and notifications leave in the
+    /// order they were made.
+    queued: AtomicUsize,
+}
+
+impl Shared {
+    pub fn new(core: Core) -> Shared {
+        Shared {
+            session: Mutex::new(Session {
+                conn: None,
+                core,
+                driver: None,
+                broken: None,
+            }),
+            queued: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Session> {
+        self.session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Counts a command about to be sent to the task.
+    pub fn queue_one(&self) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Takes back the count of a command that could not be sent.
+    pub fn unqueue_one(&self) {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Nothing is queued ahead of a new request.
+    pub fn nothing_queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0
+    }
+}
+
+/// The live connection (if any) and the state incoming messages update.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// Present while the connection is being served; absent while (re)connecting, when
+    /// requests wait in the task's queue.
+    conn: Option<Conn>,
+    core: Core,
+    /// Wakes the connection task; a caller that read the socket itself registers this
+    /// waker with the reactor again when it is done, so the task hears the next message.
+    driver: Option<Waker>,
+    /// Why a caller found the connection broken; the task ends the connection.
+    broken: Option<String>,
+}
+
+impl Session {
+    /// Puts `frame` (request `id`) on the live connection for a caller that will read
+    /// the reply itself, if the connection is idle: up, no reply awaited, nothing
+    /// waiting to be written. Gives the call back otherwise.
+    pub fn send_inline(&mut self, id: u64, call: UserCall, frame: &[u8]) -> Result<(), UserCall> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(call);
+        };
+        if self.broken.is_some() || !conn.pending.is_empty() || !conn.out.is_empty() {
+            return Err(call);
+        }
+        conn.pending.insert(id, Pending::User(call));
+        conn.feed_encoded(frame);
+        // Write now, as the task would: a request is on the wire before its future is
+        // first polled. A small request to an idle socket does not block; if it does,
+        // the task finishes the write.
+        let waker = Waker::noop();
+        match conn.out.poll_drain(&mut Context::from_waker(waker)) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(e)) => {
+                let reason = conn.write_failed(e);
+                self.end(reason);
+            }
+            Poll::Pending => self.wake_driver(),
+        }
+        Ok(())
+    }
+
+    /// Reads and handles whatever has arrived, on the caller's task, and writes what
+    /// that produced (answers to `echo`). The caller's waker is now the one the reactor
+    /// wakes for the socket: it must call [`Session::hand_back`] when it stops polling.
+    pub fn poll_inline(&mut self, cx: &mut Context<'_>) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        if self.broken.is_some() {
+            return;
+        }
+        let outcome = match read_some(conn, &mut self.core, cx) {
+            Ok(_) => drain(conn, cx).map(drop),
+            Err(ended) => Err(ended),
+        };
+        if let Err(ended) = outcome {
+            self.end(ended);
+        }
+    }
+
+    /// Returns the socket to the connection task after [`Session::poll_inline`]: reads
+    /// what is there and registers the task's waker for what comes next.
+    pub fn hand_back(&mut self) {
+        let Some(waker) = self.driver.clone() else {
+            // The task has not run yet; its first poll registers it.
+            return;
+        };
+        self.poll_inline(&mut Context::from_waker(&waker));
+    }
+
+    /// Marks the connection broken and wakes the task to end it.
+    fn end(&mut self, ended: Ended) {
+        let reason = match ended {
+            Ended::Lost(reason) => reason,
+            Ended::Shutdown => "client shut down".to_owned(),
+        };
+        self.broken.get_or_insert(reason);
+        self.wake_driver();
+    }
+
+    fn wake_driver(&self) {
+        if let Some(waker) = &self.driver {
+            waker.wake_by_ref();
+        }
+    }
+}
+
+/// Reads and handles up to [`READ_BUDGET`] messages; returns how many.
+fn read_some(conn: &mut Conn, core: &mut Core, cx: &mut Context<'_>) -> Result<usize, Ended> {
+    let mut handled = 0;
+    while handled < READ_BUDGET {
+        match Pin::new(&mut conn.reader).poll_next(cx) {
+            Poll::Ready(next) => {
+                let message = conn.received(next)?;
+                core.dispatch(conn, message)?;
+                handled += 1;
+            }
+            Poll::Pending => return Ok(handled),
+        }
+    }
+    // More may be waiting: come back after the other work.
+    cx.waker().wake_by_ref();
+    Ok(handled)
+}
+
+/// Writes what is queued, beside reading; `true` if it all went out.
+fn drain(conn: &mut Conn, cx: &mut Context<'_>) -> Result<bool, Ended> {
+    if conn.out.is_empty() {
+        return Ok(false);
+    }
+    match conn.out.poll_drain(cx) {
+        Poll::Ready(Ok(())) => Ok(true),
+        Poll::Ready(Err(e)) => Err(conn.write_failed(e)),
+        Poll::Pending => Ok(false),
+    }
+}
+
+/// The session state every incoming message may touch.
+#[derive(Debug)]
+pub(crate) struct Core {
     pub options: Arc<ClientOptions>,
-    pub commands: mpsc::UnboundedReceiver<Command>,
     pub ids: Arc<AtomicU64>,
     pub events: broadcast::Sender<Event>,
     pub monitors: Monitors,
     pub server: ServerWatch,
     /// Highest Raft index seen for the checked database (never go back in time).
     pub min_index: i64,
+}
+
+/// The connection task.
+#[derive(Debug)]
+pub(crate) struct Driver {
+    pub options: Arc<ClientOptions>,
+    pub shared: Arc<Shared>,
+    pub commands: mpsc::UnboundedReceiver<Command>,
+    pub ids: Arc<AtomicU64>,
     /// Index into `options.remotes` of the remote to try next.
     pub next_remote: usize,
     /// The remote of the live connection, shared with the handles.
@@ -73,31 +257,46 @@ impl Driver {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Runs until every client handle is dropped.
-    pub async fn run(mut self, first: Conn) {
-        let mut conn = Some(first);
+    /// Makes `conn` the live connection.
+    pub fn publish(&self, conn: Conn) {
+        let mut session = self.shared.lock();
+        session.broken = None;
+        session.conn = Some(conn);
+    }
+
+    /// Runs until every client handle is dropped; starts with the published connection.
+    pub async fn run(mut self) {
         loop {
-            let mut current = match conn.take() {
-                Some(c) => c,
-                None => match self.reconnect().await {
-                    Some(c) => c,
+            if self.shared.lock().conn.is_none() {
+                match self.reconnect().await {
+                    Some(conn) => self.publish(conn),
                     None => return,
-                },
+                }
+            }
+            let ended = self.serve().await;
+            let conn = {
+                let mut session = self.shared.lock();
+                session.broken = None;
+                session.conn.take()
             };
-            let ended = self.serve(&mut current).await;
-            current.fail_pending();
             self.set_current(None);
+            let Some(mut conn) = conn else { continue };
+            conn.fail_pending();
             match ended {
                 Ended::Shutdown => return,
                 Ended::Lost(reason) => {
-                    warn!(remote = %current.remote, %reason, "ovsdb connection lost");
-                    let _ = self.events.send(Event::Disconnected {
-                        remote: current.remote.to_string(),
+                    warn!(remote = %conn.remote, %reason, "ovsdb connection lost");
+                    let _ = self.events().send(Event::Disconnected {
+                        remote: conn.remote.to_string(),
                         reason,
                     });
                 }
             }
         }
+    }
+
+    fn events(&self) -> broadcast::Sender<Event> {
+        self.shared.lock().core.events.clone()
     }
 
     fn set_current(&self, remote: Option<String>) {
@@ -147,44 +346,48 @@ impl Driver {
             (self.next_remote + self.options.remotes.len() - 1) % self.options.remotes.len();
         info!(%remote, "ovsdb connected");
         self.set_current(Some(remote.to_string()));
-        let _ = self.events.send(Event::Connected {
+        let _ = self.events().send(Event::Connected {
             remote: remote.to_string(),
         });
         Ok(conn)
     }
 
-    /// Session set-up on a fresh connection: db-change-awareness, the `_Server` check,
-    /// then every registered monitor (resumed from its last transaction id).
+    /// Session set-up on a fresh connection (not yet published, so every request
+    /// waits in the queue meanwhile): db-change-awareness, the `_Server` check, then
+    /// every registered monitor (resumed from its last transaction id).
     async fn set_up(&mut self, conn: &mut Conn) -> Result<(), Error> {
         if self.options.db_change_aware {
             self.call_inline(conn, "set_db_change_aware", &json!([true]))
                 .await?;
         }
         if let Some(database) = self.options.database.clone() {
-            self.server = ServerWatch::default();
+            self.shared.lock().core.server = ServerWatch::default();
             let reply = self
                 .call_inline(conn, "monitor", &server::monitor_params())
                 .await?;
             let updates: Value =
                 serde_json::from_str(reply.get()).map_err(|e| Error::bad_reply("monitor", e))?;
-            self.server
+            let mut session = self.shared.lock();
+            let core = &mut session.core;
+            core.server
                 .apply(&updates)
                 .map_err(|e| Error::bad_reply("monitor", e))?;
             server::check_server(
-                self.server.row(&database),
+                core.server.row(&database),
                 &database,
                 self.options.leader_only,
-                &mut self.min_index,
+                &mut core.min_index,
             )
             .map_err(|reason| Error::NoServer {
                 remotes: conn.remote.to_string(),
                 last_reason: reason,
             })?;
         }
-        for monitor in self.monitors.keys() {
-            let (method, params) = self.monitors.start_request(monitor);
+        let monitors = self.shared.lock().core.monitors.clone();
+        for monitor in monitors.keys() {
+            let (method, params) = monitors.start_request(monitor);
             let reply = self.call_inline(conn, method, &params).await?;
-            self.monitors.on_start_reply(monitor, &reply)?;
+            monitors.on_start_reply(monitor, &reply)?;
         }
         Ok(())
     }
@@ -225,7 +428,8 @@ impl Driver {
                     })
                 }
                 other => {
-                    self.dispatch(conn, other).await.map_err(lost)?;
+                    let dispatched = self.shared.lock().core.dispatch(conn, other);
+                    dispatched.map_err(lost)?;
                     if !conn.out.is_empty() {
                         conn.flush().await.map_err(lost)?;
                     }
@@ -234,85 +438,110 @@ impl Driver {
         }
     }
 
-    /// Serves one connection until it ends.
-    async fn serve(&mut self, conn: &mut Conn) -> Ended {
+    /// Serves the published connection until it ends.
+    async fn serve(&mut self) -> Ended {
         // One timer per connection, re-armed only when it fires: traffic only ever moves
         // the probe deadline later, so resetting a timer on every message (a timer-wheel
         // update per request) is not needed. No probing, no timer at all.
-        let mut probe_timer = self
-            .options
-            .probe_interval
-            .map(|_| Box::pin(sleep_until(self.probe_deadline(conn))));
-        loop {
-            let step = tokio::select! {
-                biased;
-                next = conn.reader.next() => match conn.received(next) {
-                    Ok(message) => self.dispatch(conn, message).await,
-                    Err(ended) => Err(ended),
-                },
-                // Writing goes on beside reading, never instead of it.
-                written = conn.out.drain(), if !conn.out.is_empty() => {
-                    written.map_err(|e| conn.write_failed(e))
+        let mut probe_timer = match self.options.probe_interval {
+            None => None,
+            Some(_) => {
+                let session = self.shared.lock();
+                match &session.conn {
+                    Some(conn) => Some(Box::pin(sleep_until(session.core.probe_deadline(conn)))),
+                    None => return Ended::Lost("no connection to serve".to_owned()),
                 }
-                command = self.commands.recv() => match command {
-                    Some(command) => self.commands_batch(conn, command).await,
-                    None => Err(Ended::Shutdown),
-                },
-                () = fired(&mut probe_timer) => {
-                    let step = if Instant::now() >= self.probe_deadline(conn) {
-                        self.probe(conn).await
-                    } else {
-                        Ok(())
-                    };
-                    if let Some(timer) = &mut probe_timer {
-                        timer.as_mut().reset(self.probe_deadline(conn));
-                    }
-                    step
-                }
+            }
+        };
+        std::future::poll_fn(|cx| self.poll_serve(cx, &mut probe_timer)).await
+    }
+
+    /// One turn of the connection task: incoming messages first (they are what callers
+    /// wait for), then queued commands, then writing (beside reading, never instead of
+    /// it: a server that stops reading our requests until we read its replies must not
+    /// deadlock a pipeline of big transactions), then the probe timer. Returns once a
+    /// pass finds nothing to do (every source has registered this task's waker).
+    fn poll_serve(
+        &mut self,
+        cx: &mut Context<'_>,
+        probe_timer: &mut Option<Pin<Box<Sleep>>>,
+    ) -> Poll<Ended> {
+        let shared = self.shared.clone();
+        let mut guard = shared.lock();
+        let session = &mut *guard;
+        if !session
+            .driver
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            session.driver = Some(cx.waker().clone());
+        }
+        for _ in 0..PASSES {
+            if let Some(reason) = session.broken.take() {
+                return Poll::Ready(Ended::Lost(reason));
+            }
+            let Some(conn) = session.conn.as_mut() else {
+                return Poll::Ready(Ended::Lost("no connection to serve".to_owned()));
             };
-            if let Err(ended) = step {
-                return ended;
+            let core = &mut session.core;
+            match self.pass(conn, core, cx, probe_timer) {
+                Ok(true) => {}
+                Ok(false) => return Poll::Pending,
+                Err(ended) => return Poll::Ready(ended),
             }
         }
+        // Still busy: let other tasks (callers waiting on replies) run first.
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 
-    /// Handles `first` and every command already queued, then flushes once, so that
-    /// pipelined requests leave in few writes.
-    async fn commands_batch(&mut self, conn: &mut Conn, first: Command) -> Result<(), Ended> {
-        self.command(conn, first).await?;
-        let mut budget = 256;
-        while budget > 0 {
-            match self.commands.try_recv() {
-                Ok(command) => self.command(conn, command).await?,
-                Err(_) => break,
+    /// One pass over every source of work; `true` if any made progress.
+    fn pass(
+        &mut self,
+        conn: &mut Conn,
+        core: &mut Core,
+        cx: &mut Context<'_>,
+        probe_timer: &mut Option<Pin<Box<Sleep>>>,
+    ) -> Result<bool, Ended> {
+        let mut progressed = read_some(conn, core, cx)? > 0;
+        for _ in 0..COMMAND_BUDGET {
+            match self.commands.poll_recv(cx) {
+                Poll::Ready(Some(command)) => {
+                    self.shared.unqueue_one();
+                    core.command(conn, command)?;
+                    progressed = true;
+                }
+                Poll::Ready(None) => return Err(Ended::Shutdown),
+                Poll::Pending => break,
             }
-            budget -= 1;
         }
-        // The queued requests are written by `serve`'s write branch.
-        Ok(())
+        progressed |= drain(conn, cx)?;
+        if let Some(timer) = probe_timer {
+            if timer.as_mut().poll(cx).is_ready() {
+                if Instant::now() >= core.probe_deadline(conn) {
+                    core.probe(conn)?;
+                }
+                timer.as_mut().reset(core.probe_deadline(conn));
+                progressed = true;
+            }
+        }
+        Ok(progressed)
+    }
+}
+
+impl Core {
+    fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
-    async fn command(&mut self, conn: &mut Conn, command: Command) -> Result<(), Ended> {
+    fn command(&mut self, conn: &mut Conn, command: Command) -> Result<(), Ended> {
         match command {
-            Command::Call {
-                id,
-                method,
-                frame,
-                transact,
-                reply,
-            } => {
-                if reply.is_closed() {
+            Command::Call { id, frame, call } => {
+                if call.reply.is_closed() {
                     // Dropped before it was sent: nothing to send, nothing to cancel.
                     return Ok(());
                 }
-                conn.pending.insert(
-                    id,
-                    Pending::User {
-                        method,
-                        transact,
-                        reply,
-                    },
-                );
+                conn.pending.insert(id, Pending::User(call));
                 conn.feed_encoded(&frame);
                 Ok(())
             }
@@ -320,7 +549,10 @@ impl Driver {
                 conn.feed(&Message::Notification { method, params });
                 Ok(())
             }
-            Command::Cancel { id, reply } => self.cancel(conn, id, reply).await,
+            Command::Cancel { id, reply } => {
+                self.cancel(conn, id, reply);
+                Ok(())
+            }
             Command::StartMonitor { monitor, reply } => {
                 let (method, params) = self.monitors.start_request(monitor);
                 let id = self.next_id();
@@ -355,13 +587,8 @@ impl Driver {
         }
     }
 
-    async fn cancel(
-        &mut self,
-        conn: &mut Conn,
-        id: u64,
-        done: Option<oneshot::Sender<()>>,
-    ) -> Result<(), Ended> {
-        if let Some(Pending::User { reply, .. }) = conn.pending.remove(&id) {
+    fn cancel(&mut self, conn: &mut Conn, id: u64, done: Option<oneshot::Sender<()>>) {
+        if let Some(Pending::User(UserCall { reply, .. })) = conn.pending.remove(&id) {
             let _ = reply.send(Err(Error::Canceled { id }));
             // Only a session that set db-change-awareness gets a reply ("canceled") to
             // the canceled request; we have forgotten the id either way.
@@ -370,11 +597,10 @@ impl Driver {
         if let Some(done) = done {
             let _ = done.send(());
         }
-        Ok(())
     }
 
     /// Routes one incoming message.
-    async fn dispatch(&mut self, conn: &mut Conn, message: Message) -> Result<(), Ended> {
+    fn dispatch(&mut self, conn: &mut Conn, message: Message) -> Result<(), Ended> {
         match message {
             Message::Reply { id, result } => self.on_reply(conn, &id, Ok(result)),
             Message::Error { id, error } => self.on_reply(conn, &id, Err(error)),
@@ -410,7 +636,7 @@ impl Driver {
             return Ok(());
         };
         match pending {
-            Pending::User { method, reply, .. } => {
+            Pending::User(UserCall { method, reply, .. }) => {
                 let _ = reply.send(outcome.map_err(|error| Error::Rpc {
                     method: method.into_owned(),
                     error,
@@ -508,7 +734,7 @@ impl Driver {
 
     /// Nothing arrived for a probe interval: send an `echo`; if a probe is already out
     /// and unanswered for another interval, the peer is gone.
-    async fn probe(&mut self, conn: &mut Conn) -> Result<(), Ended> {
+    fn probe(&mut self, conn: &mut Conn) -> Result<(), Ended> {
         if conn.probe_sent.is_some() {
             return Err(Ended::Lost(format!(
                 "no reply to inactivity probe from {}",
@@ -520,13 +746,5 @@ impl Driver {
         conn.probe_sent = Some(Instant::now());
         conn.feed(&Message::request(id, "echo", vec![]));
         Ok(())
-    }
-}
-
-/// Completes when the probe timer fires; never when there is none.
-async fn fired(timer: &mut Option<Pin<Box<Sleep>>>) {
-    match timer {
-        Some(timer) => timer.as_mut().await,
-        None => std::future::pending().await,
     }
 }

@@ -6,15 +6,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::{sleep, Instant};
 
-use super::conn::Conn;
-use super::driver::{Command, Driver};
+use super::conn::{Conn, UserCall};
+use super::driver::{Command, Core, Driver, Shared};
 use super::error::Error;
 use super::monitor::Monitors;
 use super::server::ServerWatch;
@@ -33,6 +33,7 @@ pub struct Client {
 #[derive(Debug)]
 pub(super) struct Inner {
     pub commands: mpsc::UnboundedSender<Command>,
+    pub shared: Arc<Shared>,
     pub ids: Arc<AtomicU64>,
     pub events: broadcast::Sender<Event>,
     pub schemas: Mutex<HashMap<String, Arc<DatabaseSchema>>>,
@@ -55,23 +56,30 @@ impl Client {
         let (events, _) = broadcast::channel(256);
         let ids = Arc::new(AtomicU64::new(1));
         let monitors = Monitors::default();
-        let mut driver = Driver {
+        let shared = Arc::new(Shared::new(Core {
             options: options.clone(),
-            commands: receiver,
             ids: ids.clone(),
             events: events.clone(),
             monitors: monitors.clone(),
             server: ServerWatch::default(),
             min_index: 0,
+        }));
+        let mut driver = Driver {
+            options: options.clone(),
+            shared: shared.clone(),
+            commands: receiver,
+            ids: ids.clone(),
             next_remote: 0,
             current: Arc::new(Mutex::new(None)),
         };
         let current = driver.current.clone();
         let conn = first_connection(&mut driver).await?;
-        tokio::spawn(driver.run(conn));
+        driver.publish(conn);
+        tokio::spawn(driver.run());
         Ok(Client {
             inner: Arc::new(Inner {
                 commands,
+                shared,
                 ids,
                 events,
                 schemas: Mutex::new(HashMap::new()),
@@ -106,7 +114,7 @@ impl Client {
     }
 
     pub(super) fn send(&self, command: Command) -> Result<(), Error> {
-        self.inner.commands.send(command).map_err(|_| Error::Closed)
+        send_command(&self.inner.commands, &self.inner.shared, command)
     }
 
     /// Sends any request (escape hatch for methods without a wrapper) and returns a
@@ -119,8 +127,10 @@ impl Client {
         self.request_encoded(method, params, method == "transact")
     }
 
-    /// Numbers the request and encodes it here, on the caller's task, so the connection
-    /// task only copies finished bytes into its write buffer.
+    /// Numbers the request and encodes it here, on the caller's task. On an idle
+    /// connection the caller writes it and reads the reply itself (see
+    /// [`PendingRequest`]); otherwise the connection task copies the finished bytes into
+    /// its write buffer.
     fn request_encoded<P: serde::Serialize + ?Sized>(
         &self,
         method: &str,
@@ -135,18 +145,42 @@ impl Client {
             "transact" => Cow::Borrowed("transact"),
             other => Cow::Owned(other.to_owned()),
         };
-        let sent = self.send(Command::Call {
-            id,
+        let mut call = UserCall {
             method,
-            frame,
             transact,
             reply,
-        });
+        };
+        let shared = &self.inner.shared;
+        if shared.nothing_queued() {
+            match shared.lock().send_inline(id, call, &frame) {
+                Ok(()) => {
+                    return PendingRequest {
+                        id,
+                        rx,
+                        link: Some(self.link()),
+                        inline: true,
+                        reading: false,
+                        done: false,
+                    }
+                }
+                Err(refused) => call = refused,
+            }
+        }
+        let sent = self.send(Command::Call { id, frame, call });
         PendingRequest {
             id,
             rx,
-            commands: sent.is_ok().then(|| self.inner.commands.clone()),
+            link: sent.is_ok().then(|| self.link()),
+            inline: false,
+            reading: false,
             done: false,
+        }
+    }
+
+    fn link(&self) -> Link {
+        Link {
+            commands: self.inner.commands.clone(),
+            shared: self.inner.shared.clone(),
         }
     }
 
@@ -326,13 +360,46 @@ async fn first_connection(driver: &mut Driver) -> Result<Conn, Error> {
     }
 }
 
+/// Sends `command` to the connection task, counted while it waits in the queue.
+fn send_command(
+    commands: &mpsc::UnboundedSender<Command>,
+    shared: &Shared,
+    command: Command,
+) -> Result<(), Error> {
+    shared.queue_one();
+    commands.send(command).map_err(|_| {
+        shared.unqueue_one();
+        Error::Closed
+    })
+}
+
+/// A pending request's way to the connection: its queue (which also keeps the task
+/// alive while the request is out) and the shared session.
+#[derive(Debug)]
+struct Link {
+    commands: mpsc::UnboundedSender<Command>,
+    shared: Arc<Shared>,
+}
+
 /// The reply to a request in flight. Resolves to the raw JSON result; dropping it before
 /// it resolves cancels the request (see [`Client::cancel`]).
+///
+/// A request made while the connection was idle was written at once by the caller,
+/// and polling it reads the socket on the caller's task: when the reply arrives the
+/// reactor wakes the caller directly, not the connection task, which then would have to
+/// wake the caller in turn. Whatever else arrives meanwhile (monitor updates, the
+/// server's `echo`) is handled there in order, exactly as the task would. When the
+/// request resolves or is dropped, reading goes back to the connection task.
 #[derive(Debug)]
 pub struct PendingRequest {
     id: u64,
     rx: oneshot::Receiver<Result<Box<RawValue>, Error>>,
-    commands: Option<mpsc::UnboundedSender<Command>>,
+    /// `None` when the client's task was gone before the request could be sent.
+    link: Option<Link>,
+    /// Written by the caller, which reads its reply too.
+    inline: bool,
+    /// This request's task is the one the reactor wakes for the socket.
+    reading: bool,
     done: bool,
 }
 
@@ -341,19 +408,59 @@ impl PendingRequest {
     pub fn id(&self) -> u64 {
         self.id
     }
+
+    fn finish(
+        &mut self,
+        outcome: Result<Result<Box<RawValue>, Error>, oneshot::error::RecvError>,
+    ) -> Poll<Result<Box<RawValue>, Error>> {
+        self.done = true;
+        self.stop_reading();
+        Poll::Ready(outcome.unwrap_or(Err(Error::Closed)))
+    }
+
+    fn stop_reading(&mut self) {
+        if std::mem::take(&mut self.reading) {
+            if let Some(link) = &self.link {
+                link.shared.lock().hand_back();
+            }
+        }
+    }
 }
 
 impl Future for PendingRequest {
     type Output = Result<Box<RawValue>, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.commands.is_none() {
-            self.done = true;
+        let this = &mut *self;
+        let Some(link) = &this.link else {
+            this.done = true;
             return Poll::Ready(Err(Error::Closed));
+        };
+        if !this.inline {
+            return match Pin::new(&mut this.rx).poll(cx) {
+                Poll::Ready(outcome) => this.finish(outcome),
+                Poll::Pending => Poll::Pending,
+            };
         }
-        match Pin::new(&mut self.rx).poll(cx) {
+        let mut session = link.shared.lock();
+        // If this task reads its own reply below, handing it over through the channel
+        // must not wake this very task: that wake-up would cost the runtime one more
+        // turn (and a zero-timeout `epoll_wait`) per request. So the channel holds a
+        // no-op waker while we read, and this task's waker again before we return
+        // `Pending`. Whoever else delivers the reply meanwhile is seen by the last poll.
+        let mut quiet = Context::from_waker(Waker::noop());
+        let mut outcome = Pin::new(&mut this.rx).poll(&mut quiet);
+        if outcome.is_pending() {
+            session.poll_inline(cx);
+            this.reading = true;
+            outcome = Pin::new(&mut this.rx).poll(cx);
+        }
+        match outcome {
             Poll::Ready(outcome) => {
-                self.done = true;
+                this.done = true;
+                if std::mem::take(&mut this.reading) {
+                    session.hand_back();
+                }
                 Poll::Ready(outcome.unwrap_or(Err(Error::Closed)))
             }
             Poll::Pending => Poll::Pending,
@@ -363,12 +470,17 @@ impl Future for PendingRequest {
 
 impl Drop for PendingRequest {
     fn drop(&mut self) {
+        self.stop_reading();
         if !self.done {
-            if let Some(commands) = &self.commands {
-                let _ = commands.send(Command::Cancel {
-                    id: self.id,
-                    reply: None,
-                });
+            if let Some(link) = &self.link {
+                let _ = send_command(
+                    &link.commands,
+                    &link.shared,
+                    Command::Cancel {
+                        id: self.id,
+                        reply: None,
+                    },
+                );
             }
         }
     }
