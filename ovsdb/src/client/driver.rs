@@ -151,17 +151,17 @@ impl Session {
         Ok(())
     }
 
-    /// Reads and handles whatever has arrived, on the caller's task, and writes what
-    /// that produced (answers to `echo`). The caller's waker is now the one the reactor
+    /// Reads and handles whatever has arrived (up to the reply to `until`), on the
+    /// caller's task, and writes what that produced (answers to `echo`). The caller's waker is now the one the reactor
     /// wakes for the socket: it must call [`Session::hand_back`] when it stops polling.
-    pub fn poll_inline(&mut self, cx: &mut Context<'_>) {
+    pub fn poll_inline(&mut self, cx: &mut Context<'_>, until: Option<u64>) {
         let Some(conn) = self.conn.as_mut() else {
             return;
         };
         if self.broken.is_some() {
             return;
         }
-        let outcome = match read_some(conn, &mut self.core, cx) {
+        let outcome = match read_some(conn, &mut self.core, cx, until) {
             Ok(_) => drain(conn, cx).map(drop),
             Err(ended) => Err(ended),
         };
@@ -177,7 +177,7 @@ impl Session {
             // The task has not run yet; its first poll registers it.
             return;
         };
-        self.poll_inline(&mut Context::from_waker(&waker));
+        self.poll_inline(&mut Context::from_waker(&waker), None);
     }
 
     /// Marks the connection broken and wakes the task to end it.
@@ -198,14 +198,27 @@ impl Session {
 }
 
 /// Reads and handles up to [`READ_BUDGET`] messages; returns how many.
-fn read_some(conn: &mut Conn, core: &mut Core, cx: &mut Context<'_>) -> Result<usize, Ended> {
+/// With `until`, stops right after the reply to that request: its caller returns at once
+/// and [`Session::hand_back`] reads the rest.
+fn read_some(
+    conn: &mut Conn,
+    core: &mut Core,
+    cx: &mut Context<'_>,
+    until: Option<u64>,
+) -> Result<usize, Ended> {
     let mut handled = 0;
     while handled < READ_BUDGET {
         match Pin::new(&mut conn.reader).poll_next(cx) {
             Poll::Ready(next) => {
                 let message = conn.received(next)?;
+                let last = until.is_some()
+                    && matches!(&message, Message::Reply { id, .. } | Message::Error { id, .. }
+                        if id.as_u64() == until);
                 core.dispatch(conn, message)?;
                 handled += 1;
+                if last {
+                    return Ok(handled);
+                }
             }
             Poll::Pending => return Ok(handled),
         }
@@ -503,7 +516,7 @@ impl Driver {
         cx: &mut Context<'_>,
         probe_timer: &mut Option<Pin<Box<Sleep>>>,
     ) -> Result<bool, Ended> {
-        let mut progressed = read_some(conn, core, cx)? > 0;
+        let mut progressed = read_some(conn, core, cx, None)? > 0;
         for _ in 0..COMMAND_BUDGET {
             match self.commands.poll_recv(cx) {
                 Poll::Ready(Some(command)) => {

@@ -451,7 +451,7 @@ impl Future for PendingRequest {
         let mut quiet = Context::from_waker(Waker::noop());
         let mut outcome = Pin::new(&mut this.rx).poll(&mut quiet);
         if outcome.is_pending() {
-            session.poll_inline(cx);
+            session.poll_inline(cx, Some(this.id));
             this.reading = true;
             outcome = Pin::new(&mut this.rx).poll(cx);
         }
