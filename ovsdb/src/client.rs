@@ -25,10 +25,12 @@
 //! bytes into its outgoing buffer and writes that buffer *beside* reading (a server that
 //! waits for us to read its replies before reading more requests must not deadlock a
 //! pipeline of large transactions). Requests and notifications leave in the order they
-//! were made either way. Requests are written through a second handle on the socket,
-//! registered with the reactor only while a write would block (see `remote.rs` for why
-//! the reading handle is registered for both directions). The inactivity probe uses one
-//! timer per connection, re-armed when it fires rather than on every message.
+//! were made either way. The socket is registered with the reactor for readability;
+//! requests are written through a second handle, registered for writability while a
+//! write would block and, for requests written by their caller, to be woken when the
+//! server reads them (which on small VMs keeps the client's vCPU awake until the reply;
+//! see `remote.rs`). The inactivity probe uses one timer per connection, re-armed when
+//! it fires rather than on every message.
 //!
 //! # Reconnection and clusters
 //!

@@ -105,6 +105,12 @@ impl Outbox {
         self.sent == self.buf.len()
     }
 
+    /// See [`StreamWriter::keep_awake`].
+    pub fn keep_awake(&mut self, on: bool) {
+        let writing = !self.is_empty();
+        self.writer.keep_awake(on, writing);
+    }
+
     /// Writes until everything queued is out. Cancel-safe: progress is kept in `self`.
     pub async fn drain(&mut self) -> std::io::Result<()> {
         std::future::poll_fn(|cx| self.poll_drain(cx)).await

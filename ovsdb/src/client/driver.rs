@@ -135,6 +135,7 @@ impl Session {
             return Err(call);
         }
         conn.pending.insert(id, Pending::User(call));
+        conn.out.keep_awake(true);
         conn.feed_encoded(frame);
         // Write now, as the task would: a request is on the wire before its future is
         // first polled. A small request to an idle socket does not block; if it does,
@@ -555,6 +556,7 @@ impl Core {
                     return Ok(());
                 }
                 conn.pending.insert(id, Pending::User(call));
+                conn.out.keep_awake(false);
                 conn.feed_encoded(&frame);
                 Ok(())
             }
