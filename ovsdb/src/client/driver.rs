@@ -34,6 +34,9 @@ use crate::rpc::{params_to_raw, Message, RpcError};
 const READ_BUDGET: usize = 64;
 /// Commands taken per pass.
 const COMMAND_BUDGET: usize = 256;
+/// Largest request written by its caller for which the client asks to be woken when
+/// the server reads it (see `StreamWriter::keep_awake`).
+const KEEP_AWAKE_MAX_REQUEST: usize = 4096;
 /// Passes over all sources in one poll of the connection task before it yields.
 const PASSES: usize = 8;
 
@@ -135,7 +138,9 @@ impl Session {
             return Err(call);
         }
         conn.pending.insert(id, Pending::User(call));
-        conn.out.keep_awake(true);
+        // Only short round trips gain from staying awake; the server reads a large
+        // request in many pieces, and each would wake us.
+        conn.out.keep_awake(frame.len() <= KEEP_AWAKE_MAX_REQUEST);
         conn.feed_encoded(frame);
         // Write now, as the task would: a request is on the wire before its future is
         // first polled. A small request to an idle socket does not block; if it does,

@@ -253,8 +253,9 @@ impl StreamWriter {
     /// awake until the reply comes: paired runs measured sequential round trips 5-7 %
     /// faster with it. While many requests are in flight the server reads them one after
     /// another and each read would wake us; there it cost pipelined throughput up to 6 %.
-    /// So the client turns it on for a request written by its caller on an idle
-    /// connection, and off when the connection task writes queued requests. `on` may not
+    /// So the client turns it on for a small request written by its caller on an idle
+    /// connection, and off for a large one and when the connection task writes queued
+    /// requests. `on` may not
     /// take effect (the registration is only an optimisation and its failure is ignored);
     /// `off` leaves a registration in use by a blocked write until that write completes.
     pub(crate) fn keep_awake(&mut self, on: bool, writing: bool) {
