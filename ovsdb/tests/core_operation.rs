@@ -312,9 +312,10 @@ fn malformed_replies_are_rejected() {
         decode(r#"{"a":1}"#),
         "invalid OVSDB JSON: invalid type: map, expected a sequence at line 1 column 0"
     );
+    // The position is within the whole result array.
     assert_eq!(
         decode(r#"[{"uuid":["uuid","bad"]},{}]"#),
-        "invalid OVSDB JSON: invalid uuid \"bad\": expected 8-4-4-4-12 hexadecimal digits at line 1 column 22"
+        "invalid OVSDB JSON: invalid uuid \"bad\": expected 8-4-4-4-12 hexadecimal digits at line 1 column 23"
     );
 }
 

@@ -193,8 +193,9 @@ impl TransactReply {
         ops: &[Operation],
         schema: Option<&DatabaseSchema>,
     ) -> Result<Self, DecodeError> {
-        let elements: Vec<&RawValue> = serde_json::from_str(text)?;
-        decode_elements(&elements, ops, schema)
+        // One pass: `null` slots become `None`, the others are decoded as they are read.
+        let elements: Vec<Option<RawResult<'_>>> = serde_json::from_str(text)?;
+        decode_elements(elements, ops, schema)
     }
 
     /// Like [`TransactReply::from_str`], from parsed JSON.
@@ -229,7 +230,7 @@ fn malformed(reason: String) -> DecodeError {
 }
 
 fn decode_elements(
-    elements: &[&RawValue],
+    elements: Vec<Option<RawResult<'_>>>,
     ops: &[Operation],
     schema: Option<&DatabaseSchema>,
 ) -> Result<TransactReply, DecodeError> {
@@ -244,9 +245,9 @@ fn decode_elements(
         results: Vec::with_capacity(ops.len()),
         error: None,
     };
-    for (index, element) in elements.iter().enumerate() {
+    for (index, element) in elements.into_iter().enumerate() {
         let op = ops.get(index);
-        if element.get() == "null" {
+        let Some(raw) = element else {
             if reply.error.is_none() {
                 return Err(malformed(format!(
                     "element {index} is null but no operation failed before it"
@@ -254,8 +255,7 @@ fn decode_elements(
             }
             reply.results.push(None);
             continue;
-        }
-        let raw: RawResult<'_> = serde_json::from_str(element.get())?;
+        };
         if let Some(error) = raw.error {
             if reply.error.is_some() {
                 return Err(malformed(format!("element {index} is a second error")));
