@@ -225,17 +225,33 @@ fn many_tasks_on_a_multi_threaded_runtime_share_one_connection() {
         .unwrap();
     runtime.block_on(async {
         let client = Client::connect(&server.unix_remote()).await.unwrap();
+        let other = Client::connect(&server.unix_remote()).await.unwrap();
         let monitor = client
             .monitor(NB, vec![MonitorRequest::table("Logical_Switch")])
             .await
             .unwrap();
         let store = monitor.store();
-        let tasks: Vec<_> = (0..4)
+        // Updates caused by another client keep arriving while our tasks read inline,
+        // queue, hand the socket back and give up on requests.
+        let theirs = tokio::spawn(async move {
+            for i in 0..200 {
+                other
+                    .transact(NB, &[insert_switch(&format!("other-{i}"))])
+                    .await
+                    .unwrap();
+            }
+        });
+        let tasks: Vec<_> = (0..8)
             .map(|task| {
                 let client = client.clone();
                 let store = store.clone();
                 tokio::spawn(async move {
                     for i in 0..100 {
+                        if i % 25 == 0 {
+                            // A request given up before its reply.
+                            let blocked = client.transact_request(NB, &blocking_wait());
+                            let _ = tokio::time::timeout(Duration::from_millis(5), blocked).await;
+                        }
                         let name = format!("t{task}-{i}");
                         let uuid = client.transact(NB, &[insert_switch(&name)]).await.unwrap()[0]
                             .uuid()
@@ -252,6 +268,8 @@ fn many_tasks_on_a_multi_threaded_runtime_share_one_connection() {
                 .expect("a task stalled: a reply was never read")
                 .unwrap();
         }
-        assert_eq!(store.len("Logical_Switch"), 400);
+        theirs.await.unwrap();
+        until_replicated(&store, "other-199").await;
+        assert_eq!(store.len("Logical_Switch"), 8 * 100 + 200);
     });
 }

@@ -12,10 +12,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use futures::task::AtomicWaker;
 use futures::Stream as _;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -71,6 +72,8 @@ pub(crate) enum Command {
 #[derive(Debug)]
 pub(crate) struct Shared {
     session: Mutex<Session>,
+    /// Wakes the connection task without taking the session's lock.
+    driver: AtomicWaker,
     /// Commands sent to the task and not yet taken by it. A request is written by its
     /// caller only when none is queued, so requests and notifications leave in the
     /// order they were made.
@@ -86,6 +89,7 @@ impl Shared {
                 driver: None,
                 broken: None,
             }),
+            driver: AtomicWaker::new(),
             queued: AtomicUsize::new(0),
         }
     }
@@ -94,6 +98,22 @@ impl Shared {
         self.session
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The session if nobody holds it. Callers never wait for the lock: its holder may
+    /// be the connection task applying a large monitor update, and blocking a runtime
+    /// thread for that long would stall unrelated tasks.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, Session>> {
+        match self.session.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Wakes the connection task (to take over reading, for one).
+    pub fn wake_driver(&self) {
+        self.driver.wake();
     }
 
     /// Counts a command about to be sent to the task.
@@ -158,8 +178,9 @@ impl Session {
     }
 
     /// Reads and handles whatever has arrived (up to the reply to `until`), on the
-    /// caller's task, and writes what that produced (answers to `echo`). The caller's waker is now the one the reactor
-    /// wakes for the socket: it must call [`Session::hand_back`] when it stops polling.
+    /// caller's task, and writes what that produced (answers to `echo`). The caller's
+    /// waker is now the one the reactor wakes for the socket: it must call
+    /// [`Session::hand_back`] when it stops polling.
     pub fn poll_inline(&mut self, cx: &mut Context<'_>, until: Option<u64>) {
         let Some(conn) = self.conn.as_mut() else {
             return;
@@ -486,6 +507,7 @@ impl Driver {
         probe_timer: &mut Option<Pin<Box<Sleep>>>,
     ) -> Poll<Ended> {
         let shared = self.shared.clone();
+        shared.driver.register(cx.waker());
         let mut guard = shared.lock();
         let session = &mut *guard;
         if !session

@@ -151,8 +151,9 @@ impl Client {
             reply,
         };
         let shared = &self.inner.shared;
-        if shared.nothing_queued() {
-            match shared.lock().send_inline(id, call, &frame) {
+        let session = shared.nothing_queued().then(|| shared.try_lock()).flatten();
+        if let Some(mut session) = session {
+            match session.send_inline(id, call, &frame) {
                 Ok(()) => {
                     return PendingRequest {
                         id,
@@ -360,6 +361,16 @@ async fn first_connection(driver: &mut Driver) -> Result<Conn, Error> {
     }
 }
 
+/// Gives reading back to the connection task after a caller read the socket: directly
+/// if the session is free, otherwise by waking the task, which reads (and so registers
+/// itself with the reactor) as soon as the current holder lets go.
+fn hand_back(shared: &Shared) {
+    match shared.try_lock() {
+        Some(mut session) => session.hand_back(),
+        None => shared.wake_driver(),
+    }
+}
+
 /// Sends `command` to the connection task, counted while it waits in the queue.
 fn send_command(
     commands: &mpsc::UnboundedSender<Command>,
@@ -421,7 +432,7 @@ impl PendingRequest {
     fn stop_reading(&mut self) {
         if std::mem::take(&mut self.reading) {
             if let Some(link) = &self.link {
-                link.shared.lock().hand_back();
+                hand_back(&link.shared);
             }
         }
     }
@@ -442,7 +453,16 @@ impl Future for PendingRequest {
                 Poll::Pending => Poll::Pending,
             };
         }
-        let mut session = link.shared.lock();
+        let Some(mut session) = link.shared.try_lock() else {
+            // Someone holds the session. The connection task is woken to read once it is
+            // free (the holder may not be reading, and the reactor's wake-up this poll
+            // may have been the one for our reply); the reply comes through the channel.
+            link.shared.wake_driver();
+            return match Pin::new(&mut this.rx).poll(cx) {
+                Poll::Ready(outcome) => this.finish(outcome),
+                Poll::Pending => Poll::Pending,
+            };
+        };
         // If this task reads its own reply below, handing it over through the channel
         // must not wake this very task: that wake-up would cost the runtime one more
         // turn (and a zero-timeout `epoll_wait`) per request. So the channel holds a
