@@ -8,12 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ovn_harness::{Db, OvsdbServer};
-use ovsdb::client::{Client, ClientOptions, MonitorRequest};
-use ovsdb::operation::WaitUntil;
-use ovsdb::{Atom, Condition, Deframer, Message, Operation, Row, Store};
+use ovsdb::client::{Client, ClientOptions, Monitor, MonitorRequest};
+use ovsdb::{Atom, Deframer, Message, Operation, Row, Store};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixListener;
+
+mod common;
+use common::blocking_wait;
 
 const NB: &str = "OVN_Northbound";
 
@@ -28,14 +30,14 @@ fn insert_switch(name: &str) -> Operation {
     Operation::insert("Logical_Switch", Row::new().with("name", Atom::from(name))).into()
 }
 
-/// A `wait` that can never be satisfied: the server holds the transaction.
-fn blocking_wait() -> Vec<Operation> {
-    let never = Row::new().with("name", Atom::from("never"));
-    vec![
-        Operation::wait("Logical_Switch", ["name"], WaitUntil::Equal, vec![never])
-            .with_condition(Condition::eq("name", Atom::from("never")))
-            .into(),
-    ]
+/// Monitors `Logical_Switch`; the monitor must be kept for its store to stay current.
+async fn monitor_switches(client: &Client) -> (Monitor, Store) {
+    let monitor = client
+        .monitor(NB, vec![MonitorRequest::table("Logical_Switch")])
+        .await
+        .unwrap();
+    let store = monitor.store();
+    (monitor, store)
 }
 
 fn has_switch(store: &Store, name: &str) -> bool {
@@ -67,11 +69,7 @@ async fn the_socket_goes_back_to_the_connection_task_after_a_caller_read_it() {
         .with_probe_interval(None);
     let client = Client::connect_with(options).await.unwrap();
     let other = Client::connect(&server.unix_remote()).await.unwrap();
-    let monitor = client
-        .monitor(NB, vec![MonitorRequest::table("Logical_Switch")])
-        .await
-        .unwrap();
-    let store = monitor.store();
+    let (_monitor, store) = monitor_switches(&client).await;
 
     // Requests on the idle connection, each read by this task; afterwards the
     // connection task must be listening again.
@@ -226,11 +224,7 @@ fn many_tasks_on_a_multi_threaded_runtime_share_one_connection() {
     runtime.block_on(async {
         let client = Client::connect(&server.unix_remote()).await.unwrap();
         let other = Client::connect(&server.unix_remote()).await.unwrap();
-        let monitor = client
-            .monitor(NB, vec![MonitorRequest::table("Logical_Switch")])
-            .await
-            .unwrap();
-        let store = monitor.store();
+        let (_monitor, store) = monitor_switches(&client).await;
         // Updates caused by another client keep arriving while our tasks read inline,
         // queue, hand the socket back and give up on requests.
         let theirs = tokio::spawn(async move {

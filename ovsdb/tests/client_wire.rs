@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use ovn_harness::{Db, OvsdbServer};
 use ovsdb::client::{Client, ClientOptions, Error, Event};
-use ovsdb::operation::WaitUntil;
-use ovsdb::{Atom, Condition, Deframer, Message, Operation, Row, Value};
+use ovsdb::{Atom, Deframer, Message, Operation, Row, Value};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
+
+mod common;
+use common::blocking_wait;
 
 const NB: &str = "OVN_Northbound";
 
@@ -147,16 +149,6 @@ async fn server_echo_probe_is_answered_so_an_idle_tcp_session_survives() {
         events.try_recv().is_err(),
         "the session must not have been dropped"
     );
-}
-
-/// A `wait` that can never be satisfied blocks the transaction on the server.
-fn blocking_wait() -> Vec<Operation> {
-    let never = Row::new().with("name", Atom::from("never"));
-    vec![
-        Operation::wait("Logical_Switch", ["name"], WaitUntil::Equal, vec![never])
-            .with_condition(Condition::eq("name", Atom::from("never")))
-            .into(),
-    ]
 }
 
 #[tokio::test]
