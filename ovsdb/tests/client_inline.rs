@@ -7,7 +7,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ovn_harness::{Db, OvsdbServer};
 use ovsdb::client::{Client, ClientOptions, Monitor, MonitorRequest};
 use ovsdb::{Atom, Deframer, Message, Operation, Row, Store};
 use serde_json::json;
@@ -15,16 +14,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixListener;
 
 mod common;
-use common::blocking_wait;
+use common::{blocking_wait, start_nb};
 
 const NB: &str = "OVN_Northbound";
-
-fn start_nb() -> Option<OvsdbServer> {
-    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool"]) {
-        return None;
-    }
-    Some(OvsdbServer::start(Db::Northbound).expect("start ovsdb-server"))
-}
 
 fn insert_switch(name: &str) -> Operation {
     Operation::insert("Logical_Switch", Row::new().with("name", Atom::from(name))).into()

@@ -5,19 +5,14 @@
 
 use std::time::Duration;
 
-use ovn_harness::{Db, OvsdbServer};
 use ovsdb::client::{Client, ClientOptions, Event, MonitorMethod, MonitorRequest};
 use ovsdb::{Atom, Condition, Operation, Row, Store, Uuid, Writer};
 use tokio::sync::broadcast;
 
-const NB: &str = "OVN_Northbound";
+mod common;
+use common::start_nb;
 
-fn start_nb() -> Option<OvsdbServer> {
-    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool"]) {
-        return None;
-    }
-    Some(OvsdbServer::start(Db::Northbound).expect("start ovsdb-server"))
-}
+const NB: &str = "OVN_Northbound";
 
 async fn add_switch(client: &Client, name: &str) -> Uuid {
     let op = Operation::insert("Logical_Switch", Row::new().with("name", Atom::from(name)));

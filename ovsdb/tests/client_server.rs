@@ -6,14 +6,10 @@ use ovsdb::client::{Client, Error};
 use ovsdb::operation::{Mutator, OperationResult, TransactErrorKind, WaitUntil};
 use ovsdb::{Atom, Condition, Mutation, NamedUuid, Operation, Row, Value};
 
-const NB: &str = "OVN_Northbound";
+mod common;
+use common::start_nb;
 
-fn start_nb() -> Option<OvsdbServer> {
-    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool"]) {
-        return None;
-    }
-    Some(OvsdbServer::start(Db::Northbound).expect("start ovsdb-server"))
-}
+const NB: &str = "OVN_Northbound";
 
 fn name_row(name: &str) -> Row {
     Row::new().with("name", Atom::from(name))
