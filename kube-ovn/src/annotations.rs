@@ -1,0 +1,1 @@
+//! The `ovn.kubernetes.io/*` annotations of pods, nodes and namespaces.

@@ -1,0 +1,1 @@
+//! The controller's flags, with Kube-OVN's names.

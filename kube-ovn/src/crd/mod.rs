@@ -1,0 +1,1 @@
+//! The `kubeovn.io/v1` custom resources.

@@ -1,0 +1,10 @@
+//! Kube-OVN, composed: the `kubeovn.io/v1` custom resources, the `ovn.kubernetes.io/*`
+//! annotations as one typed struct, the controller's flags, and one reconciler per kind.
+//!
+//! This crate is translation and wiring only: OVSDB, IPAM, CNI and netlink live in the
+//! workspace's other crates.
+
+pub mod annotations;
+pub mod config;
+pub mod controller;
+pub mod crd;
