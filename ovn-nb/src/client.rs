@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use ovsdb::client::Client;
-use ovsdb::codegen::typed::{name_index, Stored, Table, TypedClient, TypedStore};
+use ovsdb::typed::{name_index, Stored, Table, TypedClient, TypedStore};
 
 use crate::txn::NbTxn;
 use crate::{

@@ -1,6 +1,6 @@
 //! Errors of the northbound operations.
 
-use ovsdb::codegen::typed::{DbError, DecodeError};
+use ovsdb::typed::{DbError, DecodeError};
 
 /// Why a northbound operation could not be built or committed.
 #[derive(Debug, thiserror::Error)]

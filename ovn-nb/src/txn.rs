@@ -18,7 +18,7 @@ mod switch;
 
 use std::collections::{HashMap, HashSet};
 
-use ovsdb::codegen::typed::{self, Column, Datum, RowId, Stored, Table, TypedOp, TypedStore, Uuid};
+use ovsdb::typed::{self, Column, Datum, RowId, Stored, Table, TypedOp, TypedStore, Uuid};
 
 use crate::NbError;
 

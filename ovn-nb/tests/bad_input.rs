@@ -5,9 +5,9 @@
 mod common;
 
 use ovn_nb::*;
-use ovsdb::codegen::typed::{DbError, RowId, TypedOp};
 use ovsdb::operation::TransactErrorKind;
 use ovsdb::schema::ValidationError;
+use ovsdb::typed::{DbError, RowId, TypedOp};
 use ovsdb::value::{Row, Uuid, Value};
 
 /// Every table's row count as `ovn-nbctl` sees it.
@@ -96,7 +96,7 @@ async fn schema_violations_are_typed_errors_and_write_nothing() {
     // Logical_Switch.acls is a strong reference (a weak one would just be dropped)
     let dangling: RowId<Acl> = RowId::random();
     txn.push(
-        ovsdb::codegen::typed::mutate(LogicalSwitch::ROW_UUID.eq(ls))
+        ovsdb::typed::mutate(LogicalSwitch::ROW_UUID.eq(ls))
             .with([LogicalSwitch::ACLS.insert([dangling])]),
     );
     match nb.commit(txn).await {

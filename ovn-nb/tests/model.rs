@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ovn_nb::*;
-use ovsdb::codegen::typed::{self, RowId, Table, TypedOp};
 use ovsdb::operation::Operation;
+use ovsdb::typed::{self, RowId, Table, TypedOp};
 use ovsdb::value::{Row, Value};
 use proptest::prelude::*;
 

@@ -6,7 +6,7 @@
 mod common;
 
 use ovn_nb::*;
-use ovsdb::codegen::typed::{CompatError, DbError};
+use ovsdb::typed::{CompatError, DbError};
 use serde_json::{json, Value as Json};
 
 /// Converts the server's database to the vendored schema edited by `edit`.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use ovsdb::cache::IndexSpec;
 use ovsdb::client::Client;
-use ovsdb::codegen::typed::{
+use ovsdb::typed::{
     column_index, index_name, name_index, DbError, DecodeError, RowId, Stored, Table, TypedClient,
     TypedStore,
 };

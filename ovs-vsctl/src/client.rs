@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use ovsdb::client::Client;
-use ovsdb::codegen::typed::{name_index, DbError, Stored, TypedClient, TypedStore};
+use ovsdb::typed::{name_index, DbError, Stored, TypedClient, TypedStore};
 
 use crate::{generated, Bridge, Interface, Port, VsError, VsTxn};
 

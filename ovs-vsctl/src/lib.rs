@@ -18,7 +18,7 @@ pub use client::VsClient;
 pub use generated::*;
 pub use txn::{InterfaceSpec, VsTxn};
 
-use ovsdb::codegen::typed::{DbError, DecodeError};
+use ovsdb::typed::{DbError, DecodeError};
 
 /// Why an `Open_vSwitch` operation failed.
 #[derive(Debug, thiserror::Error)]

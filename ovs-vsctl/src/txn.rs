@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use ovsdb::codegen::typed::{self, Column, Datum, RowId, Table, TypedOp, TypedStore, Uuid};
+use ovsdb::typed::{self, Column, Datum, RowId, Table, TypedOp, TypedStore, Uuid};
 
 use crate::{
     Bridge, BridgeFailMode, BridgeProtocols, Interface, Mirror, OpenVSwitch, Port, QoS, Queue,

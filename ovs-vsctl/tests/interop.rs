@@ -216,10 +216,7 @@ async fn ovn_installed_wait_resolves_when_the_key_appears_and_times_out_otherwis
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            err,
-            VsError::Db(ovsdb::codegen::typed::DbError::Timeout(..))
-        ),
+        matches!(err, VsError::Db(ovsdb::typed::DbError::Timeout(..))),
         "{err}"
     );
 

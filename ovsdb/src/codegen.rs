@@ -5,12 +5,12 @@
 //!
 //! - a struct with one field per column, typed after the column's `<type>`
 //!   (RFC 7047 §3.2): a scalar for `min = max = 1`, `Option` for `0..1`,
-//!   `BTreeSet` for other sets, `BTreeMap` for maps, [`typed::RowId<T>`] for
+//!   `BTreeSet` for other sets, `BTreeMap` for maps, [`crate::typed::RowId<T>`] for
 //!   references to table `T`, and a generated enum (with an `Other(String)`
 //!   catch-all under `#[non_exhaustive]`) for strings with an `enum` constraint;
-//! - an implementation of [`typed::Table`], converting to and from the untyped
+//! - an implementation of [`crate::typed::Table`], converting to and from the untyped
 //!   row of the core;
-//! - one typed column handle per column ([`typed::Column<T, V>`]) from which
+//! - one typed column handle per column ([`crate::typed::Column<T, V>`]) from which
 //!   conditions, updates and mutations are built, so the value type is checked
 //!   by the compiler.
 //!
@@ -27,11 +27,16 @@
 mod emit;
 pub mod model;
 mod naming;
-pub mod typed;
 
 use std::path::Path;
 
 pub use model::SchemaModel;
+
+/// The runtime's old path (it now lives at [`crate::typed`]), kept only until the
+/// branches that still spell `ovsdb::codegen::typed` are merged; generated code and
+/// every crate of the workspace use `ovsdb::typed`.
+#[doc(hidden)]
+pub use crate::typed;
 
 /// Why a schema could not be turned into code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -19,6 +19,7 @@ pub mod codegen;
 pub mod operation;
 pub mod rpc;
 pub mod schema;
+pub mod typed;
 pub mod update;
 pub mod value;
 
@@ -32,4 +33,4 @@ pub use codec::{DecodeError as FrameDecodeError, Deframer, FrameError, JsonFrame
 pub use operation::{Condition, Mutation, Operation, OperationResult, TransactError};
 pub use rpc::{Message, MessageError, RpcError};
 pub use schema::{DatabaseSchema, ValidationError};
-pub use value::{Atom, Datum, Map, NamedUuid, Row, Set, Uuid, Value};
+pub use value::{Atom, Map, NamedUuid, Row, Set, Uuid, Value};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ovsdb::codegen::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
+use ovsdb::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
 
 /// A row of table `BFD` of `OVN_Northbound` (a root table: rows live until deleted).
 ///

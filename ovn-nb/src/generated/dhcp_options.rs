@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ovsdb::codegen::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
+use ovsdb::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
 
 /// A row of table `DHCP_Options` of `OVN_Northbound` (a root table: rows live until deleted).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use ovsdb::codegen::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
+use ovsdb::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
 
 use super::LoadBalancer;
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ovsdb::codegen::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
+use ovsdb::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
 
 /// A row of table `Logical_Router_Policy` of `OVN_Northbound` (not a root table: rows nothing references are garbage-collected).
 #[derive(Debug, Clone, PartialEq, Default)]

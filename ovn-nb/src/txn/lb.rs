@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ovsdb::codegen::typed::{RowId, Table};
+use ovsdb::typed::{RowId, Table};
 
 use super::NbTxn;
 use crate::{

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ovsdb::codegen::typed::{RowId, Table};
+use ovsdb::typed::{RowId, Table};
 
 use super::NbTxn;
 use crate::{
@@ -193,7 +193,7 @@ impl NbTxn<'_> {
     fn routes_of(
         &self,
         lr: RowId<LogicalRouter>,
-    ) -> Result<Vec<ovsdb::codegen::typed::Stored<LogicalRouterStaticRoute>>, NbError> {
+    ) -> Result<Vec<ovsdb::typed::Stored<LogicalRouterStaticRoute>>, NbError> {
         let ids = self.row(lr)?.map(|r| r.static_routes).unwrap_or_default();
         self.rows_of(
             ids.into_iter()
@@ -387,7 +387,7 @@ impl NbTxn<'_> {
                     &format!("{} {wanted}", nat.nat_type),
                     may_exist,
                 )?;
-                let mut upd = ovsdb::codegen::typed::update(Nat::ROW_UUID.eq(existing.id));
+                let mut upd = ovsdb::typed::update(Nat::ROW_UUID.eq(existing.id));
                 upd = upd
                     .set(Nat::EXTERNAL_IP.to(nat.external_ip.clone()))
                     .set(Nat::LOGICAL_IP.to(nat.logical_ip.clone()));

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ovsdb::codegen::typed::{RowId, Table};
+use ovsdb::typed::{RowId, Table};
 
 use super::NbTxn;
 use crate::{LogicalSwitch, LogicalSwitchPort, Mirror, MirrorFilter, MirrorType, NbError};
@@ -112,9 +112,7 @@ impl NbTxn<'_> {
         match self.switch_of(id) {
             Some(ls) => self.mutate(ls, LogicalSwitch::PORTS.delete([id])),
             None => {
-                self.push(ovsdb::codegen::typed::delete(
-                    LogicalSwitchPort::ROW_UUID.eq(id),
-                ));
+                self.push(ovsdb::typed::delete(LogicalSwitchPort::ROW_UUID.eq(id)));
             }
         }
         self.deleted.insert(id.uuid());

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ovsdb::codegen::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table, Uuid};
+use ovsdb::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table, Uuid};
 
 /// A row of table `Datapath_Binding` of `OVN_Southbound` (a root table: rows live until deleted).
 ///

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use ovsdb::codegen::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
+use ovsdb::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
 
 /// A row of table `RBAC_Permission` of `OVN_Southbound` (a root table: rows live until deleted).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ovsdb::codegen::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
+use ovsdb::typed::{Column, ColumnSource, ColumnValues, DecodeError, RowId, Table};
 
 /// A row of table `SSL` of `Open_vSwitch` (not a root table: rows nothing references are garbage-collected).
 #[derive(Debug, Clone, PartialEq, Default)]

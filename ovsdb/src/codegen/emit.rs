@@ -1,7 +1,7 @@
 //! Emits Rust source for a parsed schema: one file per table plus `mod.rs`.
 //!
 //! Generated code touches the `ovsdb` crate only through
-//! [`crate::codegen::typed`] and the [`crate::string_enum_datum`] macro, so the
+//! [`crate::typed`] and the [`crate::string_enum_datum`] macro, so the
 //! untyped core can evolve without regenerating.
 
 use std::collections::BTreeSet;
@@ -135,7 +135,7 @@ fn imports(table: &TableModel, ty: &str, body: &str) -> String {
     {
         typed.push("Uuid");
     }
-    let _ = writeln!(s, "use ovsdb::codegen::typed::{{{}}};", typed.join(", "));
+    let _ = writeln!(s, "use ovsdb::typed::{{{}}};", typed.join(", "));
     let refs: BTreeSet<String> = table
         .columns
         .iter()

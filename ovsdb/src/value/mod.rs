@@ -222,7 +222,8 @@ impl FromIterator<(Atom, Atom)> for Map {
     }
 }
 
-/// An OVSDB datum: the value of one column (RFC 7047 `<value>`).
+/// The value of one column (RFC 7047 `<value>`; a "datum" in the C implementation,
+/// a name this crate keeps for [`crate::typed::Datum`], the Rust side of a column).
 ///
 /// Scalars are one-element sets; use [`Value::scalar`] / [`Value::as_atom`] for them.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -232,9 +233,6 @@ pub enum Value {
     /// A map from atoms to atoms.
     Map(Map),
 }
-
-/// The name RFC 7047 and the C implementation use for [`Value`].
-pub type Datum = Value;
 
 impl Default for Value {
     /// The empty set.

@@ -259,26 +259,22 @@ impl<T: Table> Stored<T> {
 #[macro_export]
 macro_rules! string_enum_datum {
     ($ty:ty) => {
-        impl $crate::codegen::typed::Atomic for $ty {
-            fn to_atom(&self) -> $crate::codegen::typed::Atom {
-                $crate::codegen::typed::Atom::from(self.as_str())
+        impl $crate::typed::Atomic for $ty {
+            fn to_atom(&self) -> $crate::typed::Atom {
+                $crate::typed::Atom::from(self.as_str())
             }
-            fn from_atom(
-                atom: &$crate::codegen::typed::Atom,
-            ) -> ::std::result::Result<Self, String> {
+            fn from_atom(atom: &$crate::typed::Atom) -> ::std::result::Result<Self, String> {
                 atom.as_str()
                     .map(<$ty>::from)
                     .ok_or_else(|| format!("expected a string, found {atom}"))
             }
         }
-        impl $crate::codegen::typed::Datum for $ty {
-            fn to_value(&self) -> $crate::codegen::typed::Value {
-                $crate::codegen::typed::datum_scalar(self)
+        impl $crate::typed::Datum for $ty {
+            fn to_value(&self) -> $crate::typed::Value {
+                $crate::typed::datum_scalar(self)
             }
-            fn from_value(
-                value: &$crate::codegen::typed::Value,
-            ) -> ::std::result::Result<Self, String> {
-                $crate::codegen::typed::datum_from_scalar(value)
+            fn from_value(value: &$crate::typed::Value) -> ::std::result::Result<Self, String> {
+                $crate::typed::datum_from_scalar(value)
             }
         }
         impl ::std::fmt::Display for $ty {
