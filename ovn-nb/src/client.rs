@@ -73,11 +73,17 @@ impl NbClient {
     }
 
     /// Commits a transaction; when this returns, the replica shows its effects.
+    /// A row it writes to that another client deleted meanwhile fails it with
+    /// [`NbError::RowGone`] (nothing committed).
     pub async fn commit(
         &self,
         txn: NbTxn<'_>,
     ) -> Result<Vec<ovsdb::operation::OperationResult>, NbError> {
-        Ok(self.db.transact(txn.into_ops()).await?)
+        let (ops, names) = txn.into_parts();
+        self.db
+            .transact(ops)
+            .await
+            .map_err(|error| NbError::from(error).with_row_names(&names))
     }
 
     /// The replica.

@@ -1,6 +1,9 @@
 //! Errors of the northbound operations.
 
+use std::collections::HashMap;
+
 use ovsdb::typed::{DbError, DecodeError};
+use ovsdb::{ClientError, Uuid};
 
 /// Why a northbound operation could not be built or committed.
 #[derive(Debug, thiserror::Error)]
@@ -54,11 +57,65 @@ pub enum NbError {
         /// Why it is invalid.
         why: &'static str,
     },
+    /// A row the transaction writes to was deleted by another client after the
+    /// replica showed it: the transaction failed and nothing was committed.
+    #[error(
+        "{table} {}{uuid} was deleted before the transaction committed; nothing was committed",
+        name.as_ref().map(|n| format!("{n:?} ")).unwrap_or_default()
+    )]
+    RowGone {
+        /// Table.
+        table: &'static str,
+        /// The row.
+        uuid: Uuid,
+        /// Its name, if it has one and the transaction was built from a replica showing it.
+        name: Option<String>,
+    },
     /// The replica holds a row the model cannot decode.
     #[error(transparent)]
     Decode(#[from] DecodeError),
     /// The database call failed: schema mismatch, invalid operation (nothing
     /// sent), connection trouble, or the server refused the transaction.
     #[error(transparent)]
-    Db(#[from] DbError),
+    Db(DbError),
+}
+
+impl NbError {
+    /// Whether the connection dropped after the transaction was sent, so it may or
+    /// may not have committed: read the database back before retrying.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, NbError::Db(db) if db.is_outcome_unknown())
+    }
+
+    /// Gives a [`NbError::RowGone`] the row's name from `names`.
+    pub(crate) fn with_row_names(self, names: &HashMap<Uuid, String>) -> Self {
+        match self {
+            NbError::RowGone { table, uuid, .. } => NbError::RowGone {
+                table,
+                uuid,
+                name: names.get(&uuid).cloned(),
+            },
+            other => other,
+        }
+    }
+}
+
+impl From<DbError> for NbError {
+    /// A failed existence guard becomes [`NbError::RowGone`]; the rest is [`NbError::Db`].
+    fn from(error: DbError) -> Self {
+        match error {
+            DbError::RowGone { table, uuid, .. } => NbError::RowGone {
+                table,
+                uuid,
+                name: None,
+            },
+            other => NbError::Db(other),
+        }
+    }
+}
+
+impl From<ClientError> for NbError {
+    fn from(error: ClientError) -> Self {
+        NbError::Db(DbError::Client(error))
+    }
 }

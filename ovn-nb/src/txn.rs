@@ -7,6 +7,15 @@
 //! could race on a name (creating a switch, router, load balancer), a `wait`
 //! with timeout 0 asserts the name is still free when the server commits.
 //!
+//! No write silently does nothing: a `set` or `mutate` that adds to a replicated row
+//! (a port to a switch, a key to a map) is preceded by a [`typed::row_exists`]
+//! guard, so if another client deleted the row since the replica showed it, the
+//! whole transaction fails with [`NbError::RowGone`] naming the row, and nothing is
+//! committed. Without it the write would match no row and succeed, and a row
+//! inserted for it would be garbage-collected. Removals (deleting a row, removing
+//! references or keys) are not guarded: when their row is already gone, the state
+//! they ask for holds. Rows inserted by the same transaction need no guard.
+//!
 //! Idempotency follows `ovn-nbctl`: [`NbTxn::may_exist`] before an add turns
 //! "already exists" into a no-op, [`NbTxn::if_exists`] before a delete turns
 //! "not found" into a no-op. Both apply to the next call only.
@@ -35,6 +44,12 @@ pub struct NbTxn<'s> {
     created: HashMap<(&'static str, String), Uuid>,
     /// Rows deleted (or dereferenced) by this transaction.
     deleted: HashSet<Uuid>,
+    /// Rows inserted by this transaction (they need no existence guard).
+    inserted: HashSet<Uuid>,
+    /// Replicated rows guarded by a `row_exists`.
+    guards: HashSet<Uuid>,
+    /// Names of the guarded rows that have one, for [`NbError::RowGone`].
+    guarded: HashMap<Uuid, String>,
     may_exist: bool,
     if_exists: bool,
 }
@@ -47,6 +62,9 @@ impl<'s> NbTxn<'s> {
             ops: Vec::new(),
             created: HashMap::new(),
             deleted: HashSet::new(),
+            inserted: HashSet::new(),
+            guards: HashSet::new(),
+            guarded: HashMap::new(),
             may_exist: false,
             if_exists: false,
         }
@@ -74,35 +92,64 @@ impl<'s> NbTxn<'s> {
         self.ops
     }
 
+    /// The operations, and the names of the rows they guard (for [`NbError::RowGone`]).
+    pub(crate) fn into_parts(self) -> (Vec<TypedOp>, HashMap<Uuid, String>) {
+        (self.ops, self.guarded)
+    }
+
     /// The replica the transaction reads.
     pub fn store(&self) -> &'s TypedStore {
         self.store
     }
 
-    /// Appends any typed operation (escape hatch for columns without a helper).
+    /// Appends any typed operation (escape hatch for columns without a helper; it
+    /// gets no existence guard: add one with [`Self::guard_exists`]).
     pub fn push(&mut self, op: impl Into<TypedOp>) -> &mut Self {
         self.ops.push(op.into());
         self
     }
 
-    /// Sets one column of the row `id`.
+    /// Sets one column of the row `id`; the transaction fails with
+    /// [`NbError::RowGone`] if the row is gone at commit.
     pub fn set<T: Table, V: Datum>(
         &mut self,
         id: RowId<T>,
         column: Column<T, V>,
         value: impl Into<V>,
     ) -> &mut Self {
+        self.guard_exists(id);
         self.push(typed::update(T::ROW_UUID_COLUMN.eq(id)).set(column.to(value)))
     }
 
-    /// Sets keys of a map column of row `id`, replacing their values.
+    /// Sets keys of a map column of row `id`, replacing their values; the
+    /// transaction fails with [`NbError::RowGone`] if the row is gone at commit.
     pub fn set_keys<T: Table>(
         &mut self,
         id: RowId<T>,
         column: Column<T, std::collections::BTreeMap<String, String>>,
         pairs: impl IntoIterator<Item = (String, String)>,
     ) -> &mut Self {
+        self.guard_exists(id);
         self.push(typed::mutate(T::ROW_UUID_COLUMN.eq(id)).with(column.set_keys(pairs)))
+    }
+
+    /// Makes the transaction fail with [`NbError::RowGone`] if row `id` is gone
+    /// when the server runs it (once per row; rows inserted by this transaction
+    /// need no guard).
+    pub fn guard_exists<T: Table>(&mut self, id: RowId<T>) -> &mut Self {
+        let uuid = id.uuid();
+        if self.inserted.contains(&uuid) || self.guards.contains(&uuid) {
+            return self;
+        }
+        let name = self
+            .store
+            .get_raw(id)
+            .and_then(|row| Some(row.get("name")?.as_atom()?.as_str()?.to_string()));
+        if let Some(name) = name {
+            self.guarded.insert(uuid, name);
+        }
+        self.guards.insert(uuid);
+        self.push(typed::row_exists(id))
     }
 
     /// Takes the one-shot `may_exist` flag.
@@ -153,11 +200,9 @@ impl<'s> NbTxn<'s> {
 
     /// Inserts `row` (named `name` for later lookups in this transaction).
     fn insert_named<T: Table>(&mut self, name: &str, row: &T) -> RowId<T> {
-        let insert = typed::insert(row);
-        let id = insert.id();
+        let id = self.insert(row);
         self.created
             .insert((T::TABLE_NAME, name.to_string()), id.uuid());
-        self.ops.push(insert.into());
         id
     }
 
@@ -165,6 +210,7 @@ impl<'s> NbTxn<'s> {
     fn insert<T: Table>(&mut self, row: &T) -> RowId<T> {
         let insert = typed::insert(row);
         let id = insert.id();
+        self.inserted.insert(id.uuid());
         self.ops.push(insert.into());
         id
     }
@@ -183,8 +229,11 @@ impl<'s> NbTxn<'s> {
             .push(typed::delete(T::ROW_UUID_COLUMN.eq(id)).into());
     }
 
-    /// Mutates row `id`.
+    /// Mutates row `id`, guarded unless the mutation only removes.
     fn mutate<T: Table>(&mut self, id: RowId<T>, mutation: typed::MutationSpec) {
+        if mutation.mutator != typed::Mutator::Delete {
+            self.guard_exists(id);
+        }
         self.ops.push(
             typed::mutate(T::ROW_UUID_COLUMN.eq(id))
                 .with([mutation])

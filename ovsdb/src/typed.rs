@@ -30,8 +30,8 @@ pub use column::{Clause, Column, Function, MutationSpec, Mutator, Where};
 pub use compat::{compare_schemas, Compat, CompatError, TypeMismatch};
 pub use datum::{Atomic, Datum};
 pub use ops::{
-    delete, insert, mutate, select, update, wait, Delete, Insert, Mutate, OpError, Select, TypedOp,
-    Update, Wait,
+    delete, insert, mutate, row_exists, select, update, wait, Delete, Insert, Mutate, OpError,
+    Select, TypedOp, Update, Wait,
 };
 pub use store::{column_index, index_name, name_index, TypedStore};
 

@@ -394,6 +394,7 @@ impl NbTxn<'_> {
                 upd = upd
                     .set(Nat::LOGICAL_PORT.to(nat.logical_port.clone()))
                     .set(Nat::EXTERNAL_MAC.to(nat.external_mac.clone()));
+                self.guard_exists(existing.id);
                 self.push(upd);
                 return Ok(existing.id);
             }

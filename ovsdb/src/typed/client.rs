@@ -21,8 +21,9 @@ use super::{
 };
 use crate::cache::{CacheError, IndexSpec, Writer};
 use crate::client::{Client, Error as ClientError, Monitor, MonitorMethod, MonitorRequest};
-use crate::operation::{validate_all, Operation, OperationResult};
+use crate::operation::{validate_all, Operation, OperationResult, TransactErrorKind};
 use crate::schema::{DatabaseSchema, ValidationError};
+use crate::value::Uuid;
 
 /// Why a typed database call failed.
 #[derive(Debug, thiserror::Error)]
@@ -52,9 +53,53 @@ pub enum DbError {
     /// The wait ran out of time.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, String),
+    /// A row the transaction writes to was deleted (by another client) before the
+    /// server ran it: its [`super::row_exists`] guard failed and nothing was committed.
+    #[error(
+        "{table} row {uuid} no longer exists (operation {index} needed it); nothing was committed"
+    )]
+    RowGone {
+        /// The row's table.
+        table: &'static str,
+        /// The row.
+        uuid: Uuid,
+        /// Index of the failed guard in the transaction.
+        index: usize,
+    },
     /// Connection trouble, or the server refused the transaction.
     #[error(transparent)]
     Client(#[from] ClientError),
+}
+
+impl DbError {
+    /// Whether the connection dropped after the transaction was sent, so it may or may
+    /// not have committed ([`ClientError::OutcomeUnknown`]): read the database back
+    /// before retrying.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, DbError::Client(ClientError::OutcomeUnknown { .. }))
+    }
+
+    /// The client error this wraps, if any (connection trouble or a refused transaction).
+    pub fn client_error(&self) -> Option<&ClientError> {
+        match self {
+            DbError::Client(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Maps a refused transaction whose failing operation is a [`super::row_exists`]
+    /// guard to [`DbError::RowGone`].
+    fn from_transact(error: ClientError, guards: &[(usize, &'static str, Uuid)]) -> DbError {
+        if let ClientError::Transact(refused) = &error {
+            let guard = guards.iter().find(|(index, ..)| *index == refused.index);
+            if let (Some(&(index, table, uuid)), TransactErrorKind::TimedOut, false) =
+                (guard, &refused.kind, refused.at_commit)
+            {
+                return DbError::RowGone { table, uuid, index };
+            }
+        }
+        DbError::Client(error)
+    }
 }
 
 /// One database of a generated model, connected and replicated.
@@ -148,13 +193,25 @@ impl TypedClient {
         Ok(ops)
     }
 
-    /// Sends `ops` as one transaction; an empty list sends nothing.
+    /// Sends `ops` as one transaction; an empty list sends nothing. A failed
+    /// [`super::row_exists`] guard is [`DbError::RowGone`].
     pub async fn transact(&self, ops: Vec<TypedOp>) -> Result<Vec<OperationResult>, DbError> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
+        let guards: Vec<(usize, &'static str, Uuid)> = ops
+            .iter()
+            .enumerate()
+            .filter_map(|(index, op)| match op {
+                TypedOp::RowExists { table, uuid } => Some((index, *table, *uuid)),
+                _ => None,
+            })
+            .collect();
         let ops = self.prepare(ops)?;
-        Ok(self.client.transact(&self.database, &ops).await?)
+        self.client
+            .transact(&self.database, &ops)
+            .await
+            .map_err(|error| DbError::from_transact(error, &guards))
     }
 
     /// Waits until a row of `T` satisfies `predicate` in the replica, up to `timeout`.

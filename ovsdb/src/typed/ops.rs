@@ -89,6 +89,15 @@ pub enum TypedOp {
         /// Milliseconds to wait; `Some(0)` fails at once.
         timeout_ms: Option<u64>,
     },
+    /// A guard: a `wait` (timeout 0) that fails the transaction when row `uuid` of `table`
+    /// no longer exists, so a write addressed to that row cannot silently match nothing.
+    /// [`super::TypedClient::transact`] reports its failure as [`super::DbError::RowGone`].
+    RowExists {
+        /// Table.
+        table: &'static str,
+        /// The row that must exist.
+        uuid: Uuid,
+    },
     /// `select` of `columns` (all if empty) of the rows matching `clauses`.
     Select {
         /// Table.
@@ -109,6 +118,7 @@ impl TypedOp {
             | TypedOp::Mutate { table, .. }
             | TypedOp::Delete { table, .. }
             | TypedOp::Wait { table, .. }
+            | TypedOp::RowExists { table, .. }
             | TypedOp::Select { table, .. } => table,
         }
     }
@@ -183,6 +193,7 @@ impl TypedOp {
                 check_clauses(clauses)?;
                 self
             }
+            TypedOp::RowExists { .. } => self,
         })
     }
 }
@@ -240,6 +251,13 @@ impl From<TypedOp> for Operation {
                 let mut wait = Operation::wait(table, columns, until, rows)
                     .with_conditions(conditions(clauses));
                 wait.timeout = timeout_ms;
+                wait.into()
+            }
+            TypedOp::RowExists { table, uuid } => {
+                let row = Row::new().with("_uuid", uuid);
+                let mut wait = Operation::wait(table, ["_uuid"], WaitUntil::Equal, vec![row])
+                    .with_conditions([Condition::new("_uuid", operation::Function::Equal, uuid)]);
+                wait.timeout = Some(0);
                 wait.into()
             }
             TypedOp::Select {
@@ -449,6 +467,18 @@ impl<T: Table> From<Wait<T>> for TypedOp {
             until_equal: op.until_equal,
             timeout_ms: op.timeout_ms,
         }
+    }
+}
+
+/// A guard that fails the transaction, with nothing committed, when row `id` is gone
+/// by the time the server runs it (see [`TypedOp::RowExists`]). Put it before an
+/// `update` or `mutate` of a row that another client may delete: those operations
+/// alone match no row and succeed, and a row inserted for the occasion (a port added
+/// to a deleted switch) is garbage-collected at commit.
+pub fn row_exists<T: Table>(id: RowId<T>) -> TypedOp {
+    TypedOp::RowExists {
+        table: T::TABLE_NAME,
+        uuid: id.uuid(),
     }
 }
 

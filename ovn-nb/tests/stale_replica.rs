@@ -1,0 +1,146 @@
+//! No write silently does nothing: two clients on one real NB ovsdb-server; one
+//! deletes a row while the other, from a replica that still shows it, writes to
+//! it. The write fails with a typed error naming the row and nothing of its
+//! transaction is committed; "if exists" removals stay idempotent.
+
+mod common;
+
+use std::time::Duration;
+
+use ovn_nb::*;
+use ovsdb::typed::Table;
+
+/// Two clients on `remote`; the second has replicated switch `ls` (and its ports).
+async fn two_clients_seeing(remote: &str, ls: &str, ports: &[&str]) -> (NbClient, NbClient) {
+    let deleter = NbClient::connect(remote).await.expect("connect deleter");
+    let mut txn = deleter.txn();
+    txn.ls_add(ls).unwrap();
+    for port in ports {
+        txn.lsp_add(ls, port).unwrap();
+    }
+    deleter.commit(txn).await.expect("create switch");
+    let stale = NbClient::connect(remote)
+        .await
+        .expect("connect stale writer");
+    let wanted = ports.len();
+    stale
+        .wait_for::<LogicalSwitch>(ls, Duration::from_secs(30), |row| {
+            row.name == ls && row.ports.len() == wanted
+        })
+        .await
+        .expect("second replica shows the switch");
+    (deleter, stale)
+}
+
+async fn delete_switch(nb: &NbClient, ls: &str) {
+    let mut txn = nb.txn();
+    txn.ls_del(ls).unwrap();
+    nb.commit(txn).await.expect("delete switch");
+}
+
+fn names(remote: &str, table: &str) -> Vec<String> {
+    let mut names: Vec<String> = common::nbctl_rows(remote, table)
+        .iter()
+        .map(|row| row["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+fn assert_row_gone(result: Result<impl std::fmt::Debug, NbError>, table: &str, name: &str) {
+    match result {
+        Err(NbError::RowGone {
+            table: gone_table,
+            name: gone_name,
+            ..
+        }) => {
+            assert_eq!(gone_table, table);
+            assert_eq!(gone_name.as_deref(), Some(name));
+        }
+        other => panic!("expected {table} {name:?} to be reported gone, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn port_added_to_a_switch_deleted_meanwhile_is_a_typed_error_and_commits_nothing() {
+    let Some(server) = common::nb_server() else {
+        return;
+    };
+    let remote = server.unix_remote();
+    let (deleter, stale) = two_clients_seeing(&remote, "ls1", &[]).await;
+    let mut keep = deleter.txn();
+    keep.ls_add("kept").unwrap();
+    deleter.commit(keep).await.unwrap();
+
+    let mut txn = stale.txn();
+    txn.ls_add("ls-new").unwrap();
+    txn.lsp_add("ls1", "p1").unwrap();
+    delete_switch(&deleter, "ls1").await;
+    assert_row_gone(stale.commit(txn).await, LogicalSwitch::TABLE_NAME, "ls1");
+
+    assert_eq!(names(&remote, "Logical_Switch"), ["kept"]);
+    assert!(names(&remote, "Logical_Switch_Port").is_empty());
+}
+
+#[tokio::test]
+async fn setting_columns_of_a_port_deleted_meanwhile_is_a_typed_error() {
+    let Some(server) = common::nb_server() else {
+        return;
+    };
+    let remote = server.unix_remote();
+    let (deleter, stale) = two_clients_seeing(&remote, "ls1", &["p1"]).await;
+
+    let mut set_addresses = stale.txn();
+    set_addresses
+        .lsp_set_addresses("p1", ["00:00:00:00:00:01 10.0.0.2"])
+        .unwrap();
+    let mut set_keys = stale.txn();
+    set_keys
+        .ls_set_other_config("ls1", [("subnet".to_string(), "10.0.0.0/24".to_string())])
+        .unwrap();
+    delete_switch(&deleter, "ls1").await;
+
+    assert_row_gone(
+        stale.commit(set_addresses).await,
+        LogicalSwitchPort::TABLE_NAME,
+        "p1",
+    );
+    assert_row_gone(
+        stale.commit(set_keys).await,
+        LogicalSwitch::TABLE_NAME,
+        "ls1",
+    );
+    assert!(names(&remote, "Logical_Switch").is_empty());
+}
+
+#[tokio::test]
+async fn if_exists_removals_of_rows_deleted_meanwhile_still_commit() {
+    let Some(server) = common::nb_server() else {
+        return;
+    };
+    let remote = server.unix_remote();
+    let (deleter, stale) = two_clients_seeing(&remote, "ls1", &["p1"]).await;
+
+    let mut txn = stale.txn();
+    txn.if_exists().lsp_del("p1").unwrap();
+    txn.if_exists().ls_del("ls1").unwrap();
+    txn.ls_add("ls2").unwrap();
+    delete_switch(&deleter, "ls1").await;
+    stale
+        .commit(txn)
+        .await
+        .expect("removals of gone rows are no-ops");
+
+    assert_eq!(names(&remote, "Logical_Switch"), ["ls2"]);
+    assert!(names(&remote, "Logical_Switch_Port").is_empty());
+}
+
+#[test]
+fn outcome_unknown_is_asked_directly_of_the_typed_error() {
+    let lost = NbError::from(ovsdb::ClientError::OutcomeUnknown {
+        remote: "unix:/nowhere".to_string(),
+    });
+    assert!(lost.is_outcome_unknown());
+    let refused = NbError::from(ovsdb::ClientError::Closed);
+    assert!(!refused.is_outcome_unknown());
+}
