@@ -38,9 +38,15 @@ impl VsClient {
         VsTxn::new(self.db.store())
     }
 
-    /// Commits a transaction; when this returns, the replica shows it.
+    /// Commits a transaction; when this returns, the replica shows it. A row it
+    /// writes to that another client deleted meanwhile fails it with
+    /// [`VsError::RowGone`] (nothing committed).
     pub async fn commit(&self, txn: VsTxn<'_>) -> Result<(), VsError> {
-        self.db.transact(txn.into_ops()).await?;
+        let (ops, names) = txn.into_parts();
+        self.db
+            .transact(ops)
+            .await
+            .map_err(|error| VsError::from(error).with_row_names(&names))?;
         Ok(())
     }
 

@@ -3,8 +3,15 @@
 //! Reads come from the replica (names through client-side indexes); writes
 //! address rows by `_uuid`. [`VsTxn::may_exist`] / [`VsTxn::if_exists`] apply to
 //! the next call only, as `--may-exist` / `--if-exists` do.
+//!
+//! No write silently does nothing: a `set` or a `mutate` that adds to a replicated
+//! row (a port to a bridge, a key to a map) is preceded by a [`typed::row_exists`]
+//! guard, so if another client deleted the row since the replica showed it the
+//! transaction fails with [`VsError::RowGone`] and nothing is committed. Removals
+//! (a port from its bridge, a bridge from the root) are not guarded: when their row
+//! is already gone, the state they ask for holds.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use ovsdb::typed::{self, Column, Datum, RowId, Table, TypedOp, TypedStore, Uuid};
 
@@ -37,6 +44,12 @@ pub struct VsTxn<'s> {
     ops: Vec<TypedOp>,
     created: HashMap<(&'static str, String), Uuid>,
     deleted: Vec<Uuid>,
+    /// Rows inserted by this transaction (they need no existence guard).
+    inserted: HashSet<Uuid>,
+    /// Replicated rows guarded by a `row_exists`.
+    guards: HashSet<Uuid>,
+    /// Names of the guarded rows that have one, for [`VsError::RowGone`].
+    guarded: HashMap<Uuid, String>,
     root: Option<RowId<OpenVSwitch>>,
     may_exist: bool,
     if_exists: bool,
@@ -50,6 +63,9 @@ impl<'s> VsTxn<'s> {
             ops: Vec::new(),
             created: HashMap::new(),
             deleted: Vec::new(),
+            inserted: HashSet::new(),
+            guards: HashSet::new(),
+            guarded: HashMap::new(),
             root: None,
             may_exist: false,
             if_exists: false,
@@ -73,20 +89,55 @@ impl<'s> VsTxn<'s> {
         self.ops
     }
 
-    /// Appends any typed operation.
+    /// The operations, and the names of the rows they guard (for [`VsError::RowGone`]).
+    pub(crate) fn into_parts(self) -> (Vec<TypedOp>, HashMap<Uuid, String>) {
+        (self.ops, self.guarded)
+    }
+
+    /// Appends any typed operation (it gets no existence guard: add one with
+    /// [`Self::guard_exists`]).
     pub fn push(&mut self, op: impl Into<TypedOp>) -> &mut Self {
         self.ops.push(op.into());
         self
     }
 
-    /// Sets one column of row `id`.
+    /// Sets one column of row `id`; the transaction fails with
+    /// [`VsError::RowGone`] if the row is gone at commit.
     pub fn set<T: Table, V: Datum>(
         &mut self,
         id: RowId<T>,
         column: Column<T, V>,
         value: impl Into<V>,
     ) -> &mut Self {
+        self.guard_exists(id);
         self.push(typed::update(T::ROW_UUID_COLUMN.eq(id)).set(column.to(value)))
+    }
+
+    /// Makes the transaction fail with [`VsError::RowGone`] if row `id` is gone
+    /// when the server runs it (once per row; rows inserted by this transaction
+    /// need no guard).
+    pub fn guard_exists<T: Table>(&mut self, id: RowId<T>) -> &mut Self {
+        let uuid = id.uuid();
+        if self.inserted.contains(&uuid) || !self.guards.insert(uuid) {
+            return self;
+        }
+        let name = self
+            .store
+            .get_raw(id)
+            .and_then(|row| Some(row.get("name")?.as_atom()?.as_str()?.to_string()));
+        if let Some(name) = name {
+            self.guarded.insert(uuid, name);
+        }
+        self.push(typed::row_exists(id))
+    }
+
+    /// Inserts `row`.
+    fn insert<T: Table>(&mut self, row: &T) -> RowId<T> {
+        let insert = typed::insert(row);
+        let id = insert.id();
+        self.inserted.insert(id.uuid());
+        self.ops.push(insert.into());
+        id
     }
 
     fn set_keys<T: Table>(
@@ -95,6 +146,7 @@ impl<'s> VsTxn<'s> {
         column: Column<T, BTreeMap<String, String>>,
         pairs: BTreeMap<String, String>,
     ) {
+        self.guard_exists(id);
         self.ops.push(
             typed::mutate(T::ROW_UUID_COLUMN.eq(id))
                 .with(column.set_keys(pairs))
@@ -102,7 +154,11 @@ impl<'s> VsTxn<'s> {
         );
     }
 
+    /// Mutates row `id`, guarded unless the mutation only removes.
     fn mutate<T: Table>(&mut self, id: RowId<T>, mutation: typed::MutationSpec) {
+        if mutation.mutator != typed::Mutator::Delete {
+            self.guard_exists(id);
+        }
         self.ops.push(
             typed::mutate(T::ROW_UUID_COLUMN.eq(id))
                 .with([mutation])
@@ -128,11 +184,9 @@ impl<'s> VsTxn<'s> {
     }
 
     fn insert_named<T: Table>(&mut self, name: &str, row: &T) -> RowId<T> {
-        let insert = typed::insert(row);
-        let id = insert.id();
+        let id = self.insert(row);
         self.created
             .insert((T::TABLE_NAME, name.to_string()), id.uuid());
-        self.ops.push(insert.into());
         id
     }
 
@@ -147,6 +201,7 @@ impl<'s> VsTxn<'s> {
             None => {
                 let insert = typed::insert(&OpenVSwitch::default());
                 let id = insert.id();
+                self.inserted.insert(id.uuid());
                 self.ops
                     .push(typed::wait(OpenVSwitch::ROW_UUID.ne(id)).into());
                 self.ops.push(insert.into());
@@ -245,6 +300,7 @@ impl<'s> VsTxn<'s> {
         if let Some(protocols) = protocols {
             update = update.set(Bridge::PROTOCOLS.to(protocols));
         }
+        self.guard_exists(br);
         self.push(update);
         Ok(())
     }
@@ -337,6 +393,7 @@ impl<'s> VsTxn<'s> {
         burst: i64,
     ) -> Result<(), VsError> {
         let id = self.require::<Interface>(iface)?;
+        self.guard_exists(id);
         self.push(
             typed::update(Interface::ROW_UUID.eq(id))
                 .set(Interface::INGRESS_POLICING_RATE.to(rate))
@@ -358,21 +415,18 @@ impl<'s> VsTxn<'s> {
         let port_id = self.require::<Port>(port)?;
         let mut queue_ids = BTreeMap::new();
         for (n, config) in queues.into_iter().enumerate() {
-            let queue = typed::insert(&Queue {
+            let queue = self.insert(&Queue {
                 other_config: config,
                 ..Default::default()
             });
-            queue_ids.insert(n as i64, queue.id());
-            self.push(queue);
+            queue_ids.insert(n as i64, queue);
         }
-        let qos = typed::insert(&QoS {
+        let qos_id = self.insert(&QoS {
             r#type: qos_type.into(),
             other_config,
             queues: queue_ids,
             ..Default::default()
         });
-        let qos_id = qos.id();
-        self.push(qos);
         self.set(port_id, Port::QOS, Some(qos_id));
         Ok(qos_id)
     }
@@ -386,14 +440,12 @@ impl<'s> VsTxn<'s> {
     ) -> Result<RowId<Mirror>, VsError> {
         let br_id = self.require::<Bridge>(br)?;
         let out = self.require::<Port>(output_port)?;
-        let mirror = typed::insert(&Mirror {
+        let id = self.insert(&Mirror {
             name: name.into(),
             select_all: true,
             output_port: Some(out),
             ..Default::default()
         });
-        let id = mirror.id();
-        self.push(mirror);
         self.mutate(br_id, Bridge::MIRRORS.insert([id]));
         Ok(id)
     }
