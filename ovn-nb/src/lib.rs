@@ -25,3 +25,12 @@ pub use client::NbClient;
 pub use error::NbError;
 pub use generated::*;
 pub use txn::{AclSpec, AclTarget, LbSpec, NatSpec, NbTxn, PolicySpec, RouteSpec};
+
+// What the API takes and returns, so ordinary use needs no direct `ovsdb` dependency;
+// the whole crate stays reachable as `ovn_nb::ovsdb` for the rest.
+pub use ovsdb;
+pub use ovsdb::operation::OperationResult;
+pub use ovsdb::typed::{
+    Column, DbError, DecodeError, RowId, Stored, Table, TypedClient, TypedOp, TypedStore,
+};
+pub use ovsdb::{ClientError, Uuid};

@@ -8,7 +8,6 @@ mod common;
 use std::time::Duration;
 
 use ovn_nb::*;
-use ovsdb::typed::Table;
 
 /// Two clients on `remote`; the second has replicated switch `ls` (and its ports).
 async fn two_clients_seeing(remote: &str, ls: &str, ports: &[&str]) -> (NbClient, NbClient) {
@@ -137,10 +136,10 @@ async fn if_exists_removals_of_rows_deleted_meanwhile_still_commit() {
 
 #[test]
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
-    let lost = NbError::from(ovsdb::ClientError::OutcomeUnknown {
+    let lost = NbError::from(ClientError::OutcomeUnknown {
         remote: "unix:/nowhere".to_string(),
     });
     assert!(lost.is_outcome_unknown());
-    let refused = NbError::from(ovsdb::ClientError::Closed);
+    let refused = NbError::from(ClientError::Closed);
     assert!(!refused.is_outcome_unknown());
 }

@@ -26,6 +26,20 @@ pub enum SbError {
     Db(#[from] DbError),
 }
 
+impl SbError {
+    /// Whether the connection dropped after a transaction was sent, so it may or may
+    /// not have committed: read the database back before retrying.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, SbError::Db(db) if db.is_outcome_unknown())
+    }
+}
+
+impl From<ovsdb::ClientError> for SbError {
+    fn from(error: ovsdb::ClientError) -> Self {
+        SbError::Db(DbError::Client(error))
+    }
+}
+
 /// The `OVN_Southbound` database, replicated.
 #[derive(Debug)]
 pub struct SbClient {

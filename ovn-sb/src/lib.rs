@@ -15,3 +15,12 @@ mod client;
 
 pub use client::{SbClient, SbError};
 pub use generated::*;
+
+// What the API takes and returns, so ordinary use needs no direct `ovsdb` dependency;
+// the whole crate stays reachable as `ovn_sb::ovsdb` for the rest.
+pub use ovsdb;
+pub use ovsdb::operation::OperationResult;
+pub use ovsdb::typed::{
+    Column, DbError, DecodeError, RowId, Stored, Table, TypedClient, TypedOp, TypedStore,
+};
+pub use ovsdb::{ClientError, Uuid};

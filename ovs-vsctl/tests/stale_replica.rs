@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use ovn_harness::{Db, OvsdbServer};
 use ovs_vsctl::*;
-use ovsdb::typed::Table;
 
 fn server() -> Option<OvsdbServer> {
     if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool", "ovs-vsctl"]) {
@@ -121,9 +120,9 @@ async fn if_exists_removals_of_rows_deleted_meanwhile_still_commit() {
 
 #[test]
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
-    let lost = VsError::from(ovsdb::ClientError::OutcomeUnknown {
+    let lost = VsError::from(ClientError::OutcomeUnknown {
         remote: "unix:/nowhere".to_string(),
     });
     assert!(lost.is_outcome_unknown());
-    assert!(!VsError::from(ovsdb::ClientError::Closed).is_outcome_unknown());
+    assert!(!VsError::from(ClientError::Closed).is_outcome_unknown());
 }

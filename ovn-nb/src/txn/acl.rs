@@ -13,6 +13,7 @@ use crate::{
 
 /// Where an ACL lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AclTarget {
     /// A logical switch, by name.
     Switch(String),
