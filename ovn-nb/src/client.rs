@@ -74,16 +74,17 @@ impl NbClient {
 
     /// Commits a transaction; when this returns, the replica shows its effects.
     /// A row it writes to that another client deleted meanwhile fails it with
-    /// [`NbError::RowGone`] (nothing committed).
+    /// [`NbError::RowGone`], a name another client took meanwhile with
+    /// [`NbError::AlreadyExists`] (nothing committed either way).
     pub async fn commit(
         &self,
         txn: NbTxn<'_>,
     ) -> Result<Vec<ovsdb::operation::OperationResult>, NbError> {
-        let (ops, names) = txn.into_parts();
+        let (ops, guards) = txn.into_parts();
         self.db
             .transact(ops)
             .await
-            .map_err(|error| NbError::from(error).with_row_names(&names))
+            .map_err(|error| guards.explain(error))
     }
 
     /// The replica.

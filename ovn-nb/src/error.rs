@@ -1,7 +1,5 @@
 //! Errors of the northbound operations.
 
-use std::collections::HashMap;
-
 use ovsdb::typed::{DbError, DecodeError};
 use ovsdb::{ClientError, Uuid};
 
@@ -9,7 +7,9 @@ use ovsdb::{ClientError, Uuid};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NbError {
-    /// A row to create exists already (and `may_exist` was not set).
+    /// A row to create exists already (and `may_exist` was not set), or another
+    /// client created a switch, router or load balancer of that name after the
+    /// replica was read (the commit failed then, and nothing was committed).
     #[error("{table} {name:?} already exists")]
     AlreadyExists {
         /// Table.
@@ -85,18 +85,6 @@ impl NbError {
     /// may not have committed: read the database back before retrying.
     pub fn is_outcome_unknown(&self) -> bool {
         matches!(self, NbError::Db(db) if db.is_outcome_unknown())
-    }
-
-    /// Gives a [`NbError::RowGone`] the row's name from `names`.
-    pub(crate) fn with_row_names(self, names: &HashMap<Uuid, String>) -> Self {
-        match self {
-            NbError::RowGone { table, uuid, .. } => NbError::RowGone {
-                table,
-                uuid,
-                name: names.get(&uuid).cloned(),
-            },
-            other => other,
-        }
     }
 }
 

@@ -21,6 +21,7 @@
 //! "not found" into a no-op. Both apply to the next call only.
 
 mod acl;
+mod guards;
 mod lb;
 mod router;
 mod switch;
@@ -30,6 +31,7 @@ use std::collections::{HashMap, HashSet};
 use ovsdb::typed::{self, Column, Datum, RowId, Stored, Table, TypedOp, TypedStore, Uuid};
 
 use crate::NbError;
+use guards::Guards;
 
 pub use acl::{AclSpec, AclTarget};
 pub use lb::LbSpec;
@@ -46,10 +48,8 @@ pub struct NbTxn<'s> {
     deleted: HashSet<Uuid>,
     /// Rows inserted by this transaction (they need no existence guard).
     inserted: HashSet<Uuid>,
-    /// Replicated rows guarded by a `row_exists`.
-    guards: HashSet<Uuid>,
-    /// Names of the guarded rows that have one, for [`NbError::RowGone`].
-    guarded: HashMap<Uuid, String>,
+    /// What the transaction's guards protect.
+    guards: Guards,
     may_exist: bool,
     if_exists: bool,
 }
@@ -63,8 +63,7 @@ impl<'s> NbTxn<'s> {
             created: HashMap::new(),
             deleted: HashSet::new(),
             inserted: HashSet::new(),
-            guards: HashSet::new(),
-            guarded: HashMap::new(),
+            guards: Guards::default(),
             may_exist: false,
             if_exists: false,
         }
@@ -92,9 +91,9 @@ impl<'s> NbTxn<'s> {
         self.ops
     }
 
-    /// The operations, and the names of the rows they guard (for [`NbError::RowGone`]).
-    pub(crate) fn into_parts(self) -> (Vec<TypedOp>, HashMap<Uuid, String>) {
-        (self.ops, self.guarded)
+    /// The operations, and what their guards protect (to explain a failed guard).
+    pub(crate) fn into_parts(self) -> (Vec<TypedOp>, Guards) {
+        (self.ops, self.guards)
     }
 
     /// The replica the transaction reads.
@@ -138,17 +137,14 @@ impl<'s> NbTxn<'s> {
     /// need no guard).
     pub fn guard_exists<T: Table>(&mut self, id: RowId<T>) -> &mut Self {
         let uuid = id.uuid();
-        if self.inserted.contains(&uuid) || self.guards.contains(&uuid) {
+        if self.inserted.contains(&uuid) || self.guards.rows.contains_key(&uuid) {
             return self;
         }
         let name = self
             .store
             .get_raw(id)
             .and_then(|row| Some(row.get("name")?.as_atom()?.as_str()?.to_string()));
-        if let Some(name) = name {
-            self.guarded.insert(uuid, name);
-        }
-        self.guards.insert(uuid);
+        self.guards.rows.insert(uuid, name);
         self.push(typed::row_exists(id))
     }
 
@@ -218,6 +214,9 @@ impl<'s> NbTxn<'s> {
     /// Asserts at commit time that no row of `T` is named `name` (the race guard
     /// for creating rows in tables without a unique index on `name`).
     fn guard_name_free<T: Table>(&mut self, name_column: Column<T, String>, name: &str) {
+        self.guards
+            .names_free
+            .insert(self.ops.len(), (T::TABLE_NAME, name.to_string()));
         self.ops.push(typed::wait(name_column.eq(name)).into());
     }
 

@@ -134,6 +134,32 @@ async fn if_exists_removals_of_rows_deleted_meanwhile_still_commit() {
     assert!(names(&remote, "Logical_Switch_Port").is_empty());
 }
 
+#[tokio::test]
+async fn switch_name_taken_meanwhile_is_already_exists_and_commits_nothing() {
+    let Some(server) = common::nb_server() else {
+        return;
+    };
+    let remote = server.unix_remote();
+    let first = NbClient::connect(&remote).await.expect("connect first");
+    let second = NbClient::connect(&remote).await.expect("connect second");
+
+    let mut late = second.txn();
+    late.ls_add("ls1").unwrap();
+    late.lsp_add("ls1", "p-late").unwrap();
+    let mut early = first.txn();
+    early.ls_add("ls1").unwrap();
+    first.commit(early).await.expect("first creates ls1");
+
+    match second.commit(late).await {
+        Err(NbError::AlreadyExists { table, name }) => {
+            assert_eq!((table, name.as_str()), (LogicalSwitch::TABLE_NAME, "ls1"));
+        }
+        other => panic!("expected ls1 to already exist, got {other:?}"),
+    }
+    assert_eq!(names(&remote, "Logical_Switch"), ["ls1"]);
+    assert!(names(&remote, "Logical_Switch_Port").is_empty());
+}
+
 #[test]
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
     let lost = NbError::from(ClientError::OutcomeUnknown {
