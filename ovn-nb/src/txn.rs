@@ -5,7 +5,8 @@
 //! a scan — plus what earlier methods of the same transaction created, and
 //! appends [`TypedOp`]s. Writes address rows by `_uuid`; where two writers
 //! could race on a name (creating a switch, router, load balancer), a `wait`
-//! with timeout 0 asserts the name is still free when the server commits.
+//! with timeout 0 asserts the name is still free when the server commits (if it
+//! is not, the commit fails with [`NbError::AlreadyExists`] naming it).
 //!
 //! No write silently does nothing: a `set` or `mutate` that adds to a replicated row
 //! (a port to a switch, a key to a map) is preceded by a [`typed::row_exists`]

@@ -5,6 +5,12 @@
 //! Everything generated code needs from the `ovsdb` crate goes through this
 //! module, so the untyped core can change without regenerating.
 //!
+//! An `update` or `mutate` of a row by `_uuid` matches no row, and succeeds, when
+//! another client deleted the row meanwhile (and a row inserted to be referenced
+//! from it is garbage-collected at commit). Put a [`row_exists`] guard before such
+//! writes: the transaction then fails as a whole, which `TypedClient::transact`
+//! reports as `DbError::RowGone` naming the table and row.
+//!
 //! Conversions follow RFC 7047 §5.1: every column value is a set or a map; a
 //! scalar column is a set of exactly one atom, an optional column a set of zero
 //! or one. A column missing from a row (update2 `initial`/`insert` omit columns
