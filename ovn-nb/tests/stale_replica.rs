@@ -160,6 +160,33 @@ async fn switch_name_taken_meanwhile_is_already_exists_and_commits_nothing() {
     assert!(names(&remote, "Logical_Switch_Port").is_empty());
 }
 
+#[tokio::test]
+async fn typed_layer_reports_a_failed_row_exists_guard_as_row_gone() {
+    let Some(server) = common::nb_server() else {
+        return;
+    };
+    let remote = server.unix_remote();
+    let (deleter, stale) = two_clients_seeing(&remote, "ls1", &[]).await;
+    let ls1 = stale.by_name::<LogicalSwitch>("ls1").unwrap().unwrap().id;
+    delete_switch(&deleter, "ls1").await;
+
+    let set_subnet = ovn_nb::ovsdb::typed::update(LogicalSwitch::ROW_UUID.eq(ls1))
+        .set(LogicalSwitch::OTHER_CONFIG.to([("subnet".to_string(), "10.0.0.0/24".to_string())]));
+    let ops = vec![
+        ovn_nb::ovsdb::typed::row_exists(ls1),
+        TypedOp::from(set_subnet),
+    ];
+    match stale.db().transact(ops).await {
+        Err(DbError::RowGone { table, uuid, index }) => {
+            assert_eq!(
+                (table, uuid, index),
+                (LogicalSwitch::TABLE_NAME, ls1.uuid(), 0)
+            );
+        }
+        other => panic!("expected the guard to report ls1 gone, got {other:?}"),
+    }
+}
+
 #[test]
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
     let lost = NbError::from(ClientError::OutcomeUnknown {
