@@ -40,13 +40,14 @@ impl VsClient {
 
     /// Commits a transaction; when this returns, the replica shows it. A row it
     /// writes to that another client deleted meanwhile fails it with
-    /// [`VsError::RowGone`] (nothing committed).
+    /// [`VsError::RowGone`], a bridge or port name another client took meanwhile
+    /// with [`VsError::AlreadyExists`] (nothing committed either way).
     pub async fn commit(&self, txn: VsTxn<'_>) -> Result<(), VsError> {
-        let (ops, names) = txn.into_parts();
+        let (ops, guards) = txn.into_parts();
         self.db
             .transact(ops)
             .await
-            .map_err(|error| VsError::from(error).with_row_names(&names))?;
+            .map_err(|error| guards.explain(error))?;
         Ok(())
     }
 

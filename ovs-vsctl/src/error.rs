@@ -1,7 +1,5 @@
 //! Errors of the `Open_vSwitch` operations.
 
-use std::collections::HashMap;
-
 use ovsdb::typed::{DbError, DecodeError};
 use ovsdb::{ClientError, Uuid};
 
@@ -9,7 +7,9 @@ use ovsdb::{ClientError, Uuid};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VsError {
-    /// The row to create exists (and `may_exist` was not set).
+    /// The row to create exists (and `may_exist` was not set), or another client
+    /// created a bridge or port of that name after the replica was read (the
+    /// commit failed then, and nothing was committed).
     #[error("{table} {name:?} already exists")]
     AlreadyExists {
         /// Table.
@@ -61,18 +61,6 @@ impl VsError {
     /// may not have committed: read the database back before retrying.
     pub fn is_outcome_unknown(&self) -> bool {
         matches!(self, VsError::Db(db) if db.is_outcome_unknown())
-    }
-
-    /// Gives a [`VsError::RowGone`] the row's name from `names`.
-    pub(crate) fn with_row_names(self, names: &HashMap<Uuid, String>) -> Self {
-        match self {
-            VsError::RowGone { table, uuid, .. } => VsError::RowGone {
-                table,
-                uuid,
-                name: names.get(&uuid).cloned(),
-            },
-            other => other,
-        }
     }
 }
 

@@ -51,6 +51,7 @@ pub mod generated;
 
 mod client;
 mod error;
+mod guards;
 mod txn;
 
 pub use client::VsClient;

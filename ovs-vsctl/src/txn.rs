@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use ovsdb::typed::{self, Column, Datum, RowId, Table, TypedOp, TypedStore, Uuid};
 
+use crate::guards::Guards;
 use crate::{
     Bridge, BridgeFailMode, BridgeProtocols, Interface, Mirror, OpenVSwitch, Port, QoS, Queue,
     VsError,
@@ -46,10 +47,8 @@ pub struct VsTxn<'s> {
     deleted: Vec<Uuid>,
     /// Rows inserted by this transaction (they need no existence guard).
     inserted: HashSet<Uuid>,
-    /// Replicated rows guarded by a `row_exists`.
-    guards: HashSet<Uuid>,
-    /// Names of the guarded rows that have one, for [`VsError::RowGone`].
-    guarded: HashMap<Uuid, String>,
+    /// What the transaction's guards protect.
+    guards: Guards,
     root: Option<RowId<OpenVSwitch>>,
     may_exist: bool,
     if_exists: bool,
@@ -64,8 +63,7 @@ impl<'s> VsTxn<'s> {
             created: HashMap::new(),
             deleted: Vec::new(),
             inserted: HashSet::new(),
-            guards: HashSet::new(),
-            guarded: HashMap::new(),
+            guards: Guards::default(),
             root: None,
             may_exist: false,
             if_exists: false,
@@ -89,9 +87,9 @@ impl<'s> VsTxn<'s> {
         self.ops
     }
 
-    /// The operations, and the names of the rows they guard (for [`VsError::RowGone`]).
-    pub(crate) fn into_parts(self) -> (Vec<TypedOp>, HashMap<Uuid, String>) {
-        (self.ops, self.guarded)
+    /// The operations, and what their guards protect (to explain a failed guard).
+    pub(crate) fn into_parts(self) -> (Vec<TypedOp>, Guards) {
+        (self.ops, self.guards)
     }
 
     /// Appends any typed operation (it gets no existence guard: add one with
@@ -118,17 +116,25 @@ impl<'s> VsTxn<'s> {
     /// need no guard).
     pub fn guard_exists<T: Table>(&mut self, id: RowId<T>) -> &mut Self {
         let uuid = id.uuid();
-        if self.inserted.contains(&uuid) || !self.guards.insert(uuid) {
+        if self.inserted.contains(&uuid) || self.guards.rows.contains_key(&uuid) {
             return self;
         }
         let name = self
             .store
             .get_raw(id)
             .and_then(|row| Some(row.get("name")?.as_atom()?.as_str()?.to_string()));
-        if let Some(name) = name {
-            self.guarded.insert(uuid, name);
-        }
+        self.guards.rows.insert(uuid, name);
         self.push(typed::row_exists(id))
+    }
+
+    /// Asserts at commit that no row of `T` is named `name` yet: another client
+    /// creating it after the replica was read fails the commit with
+    /// [`VsError::AlreadyExists`] rather than a unique-index violation.
+    fn guard_name_free<T: Table>(&mut self, name_column: Column<T, String>, name: &str) {
+        self.guards
+            .names_free
+            .insert(self.ops.len(), (T::TABLE_NAME, name.to_string()));
+        self.ops.push(typed::wait(name_column.eq(name)).into());
     }
 
     /// Inserts `row`.
@@ -202,6 +208,11 @@ impl<'s> VsTxn<'s> {
                 let insert = typed::insert(&OpenVSwitch::default());
                 let id = insert.id();
                 self.inserted.insert(id.uuid());
+                // another client creating the root meanwhile is AlreadyExists of "."
+                // (the name `ovs-vsctl` gives the root record)
+                self.guards
+                    .names_free
+                    .insert(self.ops.len(), (OpenVSwitch::TABLE_NAME, ".".to_string()));
                 self.ops
                     .push(typed::wait(OpenVSwitch::ROW_UUID.ne(id)).into());
                 self.ops.push(insert.into());
@@ -234,6 +245,7 @@ impl<'s> VsTxn<'s> {
             };
         }
         let root = self.root()?;
+        self.guard_name_free(Bridge::NAME, name);
         let iface = self.insert_named(
             name,
             &Interface {
@@ -331,6 +343,7 @@ impl<'s> VsTxn<'s> {
                 })
             };
         }
+        self.guard_name_free(Port::NAME, name);
         let iface = Interface {
             name: name.into(),
             r#type: spec.iface_type,

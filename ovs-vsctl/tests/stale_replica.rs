@@ -118,6 +118,62 @@ async fn if_exists_removals_of_rows_deleted_meanwhile_still_commit() {
     assert_eq!(vsctl(&remote, &["list-br"]), ["br2"]);
 }
 
+#[tokio::test]
+async fn bridge_name_taken_meanwhile_is_already_exists_and_commits_nothing() {
+    let Some(server) = server() else { return };
+    let remote = server.unix_remote();
+    let first = VsClient::connect(&remote).await.expect("connect first");
+    let mut init = first.txn();
+    init.root().unwrap();
+    first.commit(init).await.expect("create the root row");
+    let second = VsClient::connect(&remote).await.expect("connect second");
+    second
+        .db()
+        .wait_for::<OpenVSwitch>("root row", Duration::from_secs(30), |_| true)
+        .await
+        .expect("second replica shows the root row");
+
+    let mut late = second.txn();
+    late.add_br("br-late").unwrap();
+    late.add_br("br1").unwrap();
+    let mut early = first.txn();
+    early.add_br("br1").unwrap();
+    first.commit(early).await.expect("first creates br1");
+
+    match second.commit(late).await {
+        Err(VsError::AlreadyExists { table, name }) => {
+            assert_eq!((table, name.as_str()), (Bridge::TABLE_NAME, "br1"));
+        }
+        other => panic!("expected br1 to already exist, got {other:?}"),
+    }
+    assert_eq!(vsctl(&remote, &["list-br"]), ["br1"]);
+}
+
+#[tokio::test]
+async fn root_row_created_meanwhile_is_already_exists() {
+    let Some(server) = server() else { return };
+    let remote = server.unix_remote();
+    let first = VsClient::connect(&remote).await.expect("connect first");
+    let second = VsClient::connect(&remote).await.expect("connect second");
+
+    let mut late = second.txn();
+    late.add_br("br-late").unwrap();
+    let mut early = first.txn();
+    early.add_br("br1").unwrap();
+    first
+        .commit(early)
+        .await
+        .expect("first creates the root and br1");
+
+    match second.commit(late).await {
+        Err(VsError::AlreadyExists { table, name }) => {
+            assert_eq!((table, name.as_str()), (OpenVSwitch::TABLE_NAME, "."));
+        }
+        other => panic!("expected the root row to already exist, got {other:?}"),
+    }
+    assert_eq!(vsctl(&remote, &["list-br"]), ["br1"]);
+}
+
 #[test]
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
     let lost = VsError::from(ClientError::OutcomeUnknown {
