@@ -31,6 +31,12 @@ pub use value::{
     Pair, Route, Routes,
 };
 
+/// Parses one value in its annotation format (for flags that share the format, such as
+/// `--default-cidr`).
+pub(crate) fn parse_value<T: fields::AnnotationValue>(text: &str) -> Result<T, String> {
+    T::parse(text)
+}
+
 /// The annotation map of a Kubernetes object (`metadata.annotations`).
 pub type AnnotationMap = std::collections::BTreeMap<String, String>;
 
