@@ -24,4 +24,4 @@ mod txn;
 pub use client::NbClient;
 pub use error::NbError;
 pub use generated::*;
-pub use txn::{AclSpec, AclTarget, LbSpec, NatSpec, NbTxn, PolicySpec, RouteSpec};
+pub use txn::{AclSpec, AclTarget, LbEnsure, LbSpec, NatSpec, NbTxn, PolicySpec, RouteSpec};

@@ -12,6 +12,7 @@
 //! "not found" into a no-op. Both apply to the next call only.
 
 mod acl;
+mod ensure;
 mod lb;
 mod router;
 mod switch;
@@ -23,6 +24,7 @@ use ovsdb::codegen::typed::{self, Column, Datum, RowId, Stored, Table, TypedOp, 
 use crate::NbError;
 
 pub use acl::{AclSpec, AclTarget};
+pub use ensure::LbEnsure;
 pub use lb::LbSpec;
 pub use router::{NatSpec, PolicySpec, RouteSpec};
 
