@@ -461,3 +461,51 @@ async fn a_join_port_owned_by_another_router_is_refused_and_nothing_changes() {
         "[\"192.168.0.1/24\"]"
     );
 }
+
+#[tokio::test]
+async fn with_a_raft_nb_the_start_up_goes_to_the_leader_whatever_the_remote_order() {
+    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool", "ovs-appctl", "ovn-nbctl"]) {
+        return;
+    }
+    let cluster = ovn_harness::RaftCluster::start(ovn_harness::Db::Northbound, 3).unwrap();
+    let leader = cluster.wait_leader().unwrap();
+    // followers first, as OVN_DB_IPS lists nodes in no particular order
+    let mut remotes = cluster.remotes();
+    let leader_remote = remotes.remove(leader);
+    remotes.push(leader_remote);
+    let all = remotes.join(",");
+    let nb = NbClient::connect(&all).await.unwrap();
+    let report = bootstrap(&nb, &config(&all, &[])).await.unwrap();
+    assert!(report.ops_written() > 0);
+    // every member has the router (written once, through the leader)
+    // (a follower outside the commit's majority may apply it a moment later)
+    for remote in cluster.remotes() {
+        let args = [
+            "--no-leader-only",
+            "get",
+            "Logical_Router",
+            "ovn-cluster",
+            "external_ids:vendor",
+        ];
+        let db = format!("--db={remote}");
+        let mut vendor = String::new();
+        for _ in 0..100 {
+            let mut all_args = vec![db.as_str()];
+            all_args.extend_from_slice(&args);
+            if let Ok(out) = ovn_harness::run("ovn-nbctl", &all_args) {
+                vendor = out.trim().trim_matches('"').to_string();
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(vendor, "kube-ovn", "{remote}");
+    }
+    let again = NbClient::connect(&all).await.unwrap();
+    assert_eq!(
+        bootstrap(&again, &config(&all, &[]))
+            .await
+            .unwrap()
+            .ops_written(),
+        0
+    );
+}

@@ -189,15 +189,20 @@ impl ControllerConfig {
         validate::config(raw)
     }
 
-    /// Logs each ignored flag once.
+    /// Logs the ignored flags, once, in one line (`name=value` each).
     pub fn log_ignored(&self) {
-        for flag in &self.ignored {
-            tracing::info!(
-                flag = flag.name,
-                value = %flag.value,
-                "Kube-OVN flag accepted but ignored: this controller does not implement it yet"
-            );
+        if self.ignored.is_empty() {
+            return;
         }
+        let flags: Vec<String> = self
+            .ignored
+            .iter()
+            .map(|f| format!("{}={}", f.name, f.value))
+            .collect();
+        tracing::info!(
+            flags = %flags.join(" "),
+            "Kube-OVN flags accepted but ignored: this controller does not implement them yet"
+        );
     }
 }
 
