@@ -177,6 +177,13 @@ async fn start_up_writes_kube_ovns_rows_in_its_formats() {
         ),
         "true"
     );
+    let udp_session = common::nb_get(
+        &remote,
+        "Load_Balancer",
+        "cluster-udp-session-loadbalancer",
+        "options",
+    );
+    assert!(!udp_session.contains("ct_flush"), "{udp_session}");
     assert_eq!(
         common::nb_get(
             &remote,

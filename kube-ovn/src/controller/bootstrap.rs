@@ -191,8 +191,10 @@ pub fn cluster_router(txn: &mut NbTxn<'_>, config: &ControllerConfig) -> Result<
 ///
 /// Session-affinity twins hash on `ip_src` with `options:affinity_timeout=10800`.
 /// (Kube-OVN on NB schema 7.11 also hashes `ipv6_src`; OVN 23.03's schema does not
-/// list that field, so only `ip_src` is used.) The plain UDP balancer flushes
-/// conntrack entries of removed backends (`ct_flush=true`).
+/// list that field, so only `ip_src` is used.) Only the plain UDP balancer flushes
+/// conntrack entries when its VIPs change (`ct_flush=true`): on the session twin,
+/// shared by every ClientIP Service, any Service's change would reset the others'
+/// affinity (Kube-OVN's `TestInitLB_SkipsCtFlushForSessionAffinityUDP`).
 pub fn load_balancers(txn: &mut NbTxn<'_>, config: &ControllerConfig) -> Result<(), NbError> {
     if !config.enable_lb {
         return Ok(());
