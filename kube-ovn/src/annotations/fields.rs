@@ -78,7 +78,24 @@ macro_rules! annotation_struct {
             fn read(
                 reader: &$crate::annotations::fields::Reader<'_>,
             ) -> Result<Self, $crate::annotations::AnnotationError> {
-                Ok(Self { $( $field: reader.get($key)?, )* })
+                match Self::read_lenient(reader) {
+                    (value, errors) if errors.is_empty() => Ok(value),
+                    (_, mut errors) => Err(errors.swap_remove(0)),
+                }
+            }
+
+            /// Every well-formed key, and an error for each malformed one (left unset).
+            fn read_lenient(
+                reader: &$crate::annotations::fields::Reader<'_>,
+            ) -> (Self, Vec<$crate::annotations::AnnotationError>) {
+                let mut errors = Vec::new();
+                let value = Self {
+                    $( $field: reader.get($key).unwrap_or_else(|e| {
+                        errors.push(e);
+                        None
+                    }), )*
+                };
+                (value, errors)
             }
 
             fn write(&self, writer: &mut $crate::annotations::fields::Writer<'_>) {

@@ -9,7 +9,9 @@
 //!
 //! Reading takes only the keys a struct owns and checks each value against Kube-OVN's
 //! format (a typed [`AnnotationError`] names the key and the value); writing sets or
-//! removes only those keys, so every other annotation is left as it was.
+//! removes only those keys, so every other annotation is left as it was. `parse` stops
+//! at the first malformed value; `parse_lenient` reads every well-formed key and returns
+//! one error per malformed one, for a reconciler that reports each offender.
 
 mod fields;
 mod namespace;

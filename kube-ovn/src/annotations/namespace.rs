@@ -81,6 +81,15 @@ impl NamespaceAnnotations {
         })
     }
 
+    /// Every well-formed key, and an error for each malformed one (left unset).
+    pub fn parse_lenient(map: &AnnotationMap) -> (Self, Vec<AnnotationError>) {
+        let prefix = Provider::ovn().key_prefix();
+        Self::read_lenient(&Reader {
+            map,
+            prefix: &prefix,
+        })
+    }
+
     /// Writes a namespace's keys (unset fields removed, other keys kept).
     pub fn write_into(&self, map: &mut AnnotationMap) {
         let prefix = Provider::ovn().key_prefix();

@@ -42,6 +42,15 @@ impl NodeAnnotations {
         })
     }
 
+    /// Every well-formed key, and an error for each malformed one (left unset).
+    pub fn parse_lenient(map: &AnnotationMap) -> (Self, Vec<AnnotationError>) {
+        let prefix = Provider::ovn().key_prefix();
+        Self::read_lenient(&Reader {
+            map,
+            prefix: &prefix,
+        })
+    }
+
     /// Writes a node's keys (unset fields removed, other keys kept).
     pub fn write_into(&self, map: &mut AnnotationMap) {
         let prefix = Provider::ovn().key_prefix();
@@ -86,6 +95,18 @@ impl ProviderNetworkNodeLabels {
     ) -> Result<ProviderNetworkNodeLabels, AnnotationError> {
         let prefix = Self::prefix(provider_network);
         Self::read(&Reader {
+            map: labels,
+            prefix: &prefix,
+        })
+    }
+
+    /// Every well-formed label, and an error for each malformed one (left unset).
+    pub fn parse_lenient(
+        provider_network: &Provider,
+        labels: &AnnotationMap,
+    ) -> (Self, Vec<AnnotationError>) {
+        let prefix = Self::prefix(provider_network);
+        Self::read_lenient(&Reader {
             map: labels,
             prefix: &prefix,
         })

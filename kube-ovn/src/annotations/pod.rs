@@ -90,6 +90,20 @@ impl PodNetwork {
         })
     }
 
+    /// Like [`PodNetwork::parse`], but keeps going: every well-formed key is read and
+    /// each malformed one is reported (and left unset), so a reconciler can act on the
+    /// rest and raise one Event per offender.
+    pub fn parse_lenient(
+        provider: &Provider,
+        map: &AnnotationMap,
+    ) -> (PodNetwork, Vec<AnnotationError>) {
+        let prefix = provider.key_prefix();
+        PodNetwork::read_lenient(&Reader {
+            map,
+            prefix: &prefix,
+        })
+    }
+
     /// Writes `provider`'s keys into a pod's annotations: set fields are written,
     /// unset ones removed, every other key kept.
     pub fn write_into(&self, provider: &Provider, map: &mut AnnotationMap) {
@@ -136,6 +150,15 @@ impl PodAnnotations {
     pub fn parse(map: &AnnotationMap) -> Result<PodAnnotations, AnnotationError> {
         let prefix = Provider::ovn().key_prefix();
         PodAnnotations::read(&Reader {
+            map,
+            prefix: &prefix,
+        })
+    }
+
+    /// Every well-formed key, and an error for each malformed one (left unset).
+    pub fn parse_lenient(map: &AnnotationMap) -> (Self, Vec<AnnotationError>) {
+        let prefix = Provider::ovn().key_prefix();
+        Self::read_lenient(&Reader {
             map,
             prefix: &prefix,
         })

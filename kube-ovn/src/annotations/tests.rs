@@ -349,3 +349,40 @@ fn namespace_annotations_use_semicolons_between_subnets() {
         assert!(err.to_string().contains(&key), "{err}");
     }
 }
+
+#[test]
+fn lenient_parsing_reads_the_good_keys_and_names_every_bad_one() {
+    let m = map(&[
+        ("ovn.kubernetes.io/ip_address", "10.16.0.9"),
+        ("ovn.kubernetes.io/allocated", "maybe"),
+        ("ovn.kubernetes.io/ingress_rate", "fast"),
+        ("ovn.kubernetes.io/logical_switch", "ovn-default"),
+    ]);
+    let (net, errors) = PodNetwork::parse_lenient(&Provider::ovn(), &m);
+    assert_eq!(
+        net.ip_address,
+        Some(IpPair::v4(Ipv4Addr::new(10, 16, 0, 9)))
+    );
+    assert_eq!(net.logical_switch.as_deref(), Some("ovn-default"));
+    assert_eq!((net.allocated, net.ingress_rate), (None, None));
+    let keys: Vec<String> = errors
+        .iter()
+        .map(|e| match e {
+            AnnotationError::Malformed { key, .. } => key.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "ovn.kubernetes.io/allocated",
+            "ovn.kubernetes.io/ingress_rate"
+        ]
+    );
+    // the strict parse stops at the first
+    let first = PodNetwork::parse(&Provider::ovn(), &m).unwrap_err();
+    assert_eq!(first, errors[0]);
+    let (_, none) =
+        NodeAnnotations::parse_lenient(&map(&[("ovn.kubernetes.io/port_name", "node-a")]));
+    assert!(none.is_empty());
+}
