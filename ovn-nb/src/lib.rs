@@ -62,7 +62,7 @@ mod txn;
 pub use client::NbClient;
 pub use error::NbError;
 pub use generated::*;
-pub use txn::{AclSpec, AclTarget, LbSpec, NatSpec, NbTxn, PolicySpec, RouteSpec};
+pub use txn::{AclSpec, AclTarget, LbEnsure, LbSpec, NatSpec, NbTxn, PolicySpec, RouteSpec};
 
 // What the API takes and returns, so ordinary use needs no direct `ovsdb` dependency;
 // the whole crate stays reachable as `ovn_nb::ovsdb` for the rest.

@@ -22,6 +22,7 @@
 //! "not found" into a no-op. Both apply to the next call only.
 
 mod acl;
+mod ensure;
 mod guards;
 mod lb;
 mod router;
@@ -35,6 +36,7 @@ use crate::NbError;
 use guards::Guards;
 
 pub use acl::{AclSpec, AclTarget};
+pub use ensure::LbEnsure;
 pub use lb::LbSpec;
 pub use router::{NatSpec, PolicySpec, RouteSpec};
 

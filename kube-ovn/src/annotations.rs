@@ -1,1 +1,0 @@
-//! The `ovn.kubernetes.io/*` annotations of pods, nodes and namespaces.

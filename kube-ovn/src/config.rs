@@ -1,1 +1,0 @@
-//! The controller's flags, with Kube-OVN's names.
