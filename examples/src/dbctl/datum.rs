@@ -164,40 +164,31 @@ impl Symtab {
     }
 }
 
-/// A fresh random (version 4) UUID in text form.
-pub fn new_uuid() -> String {
-    let mut bytes = [0u8; 16];
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&rand_u64().to_le_bytes());
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+thread_local! {
+    /// UUIDs handed out so far in this run, and how many the current attempt has used.
+    static UUID_POOL: std::cell::RefCell<(Vec<String>, usize)> = const {
+        std::cell::RefCell::new((Vec::new(), 0))
+    };
 }
 
-/// Randomness from std's per-process SipHash keys mixed with a counter: enough to keep
-/// provisional UUIDs (which the server replaces) unique within one run.
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.finish()
+/// A UUID for a row this run inserts. The n-th call of every attempt returns the same
+/// UUID (see [`rewind_uuids`]): when a commit's outcome is unknown and the commands are
+/// run again, the retry inserts under the same UUIDs, so the server itself refuses a
+/// second copy (`duplicate uuid`) if the first attempt did commit.
+pub fn new_uuid() -> String {
+    UUID_POOL.with(|pool| {
+        let (uuids, used) = &mut *pool.borrow_mut();
+        if *used == uuids.len() {
+            uuids.push(ovsdb::Uuid::new_random().to_string());
+        }
+        *used += 1;
+        uuids[*used - 1].clone()
+    })
+}
+
+/// Starts a new attempt: [`new_uuid`] hands out the same UUIDs again, in order.
+pub fn rewind_uuids() {
+    UUID_POOL.with(|pool| pool.borrow_mut().1 = 0);
 }
 
 /// OVS's `ovsdb_token_is_delim()`.

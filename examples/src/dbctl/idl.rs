@@ -9,10 +9,10 @@
 //! `_uuid`, removed rows `delete`d by `_uuid`.
 
 use super::datum::{new_uuid, Atom, Datum};
-use super::jsonrpc::Connection;
 use super::order::idl_order;
 use super::schema::{AtomicType, ColumnType, Schema};
 use anyhow::{anyhow, bail, Result};
+use ovsdb::client::OneshotConnection;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -104,7 +104,7 @@ struct TableData {
 #[derive(Debug)]
 pub struct Db {
     pub schema: Schema,
-    conn: Connection,
+    conn: OneshotConnection,
     tables: HashMap<String, TableData>,
     inserted: Vec<(String, String)>,
     modified: BTreeSet<(String, String, String)>,
@@ -131,10 +131,10 @@ fn default_datum(ty: &ColumnType) -> Datum {
 }
 
 impl Db {
-    /// Connects to `remote` and fetches the schema of `db_name`.
-    pub fn open(remote: &str, db_name: &str) -> Result<Db> {
-        let mut conn = Connection::open(remote)?;
-        let schema = Schema::parse(&conn.get_schema(db_name)?)?;
+    /// Fetches the schema of `db_name` over `conn`.
+    pub fn open(mut conn: OneshotConnection, db_name: &str) -> Result<Db> {
+        let (_, raw) = conn.get_schema(db_name)?;
+        let schema = Schema::parse(&serde_json::from_str(raw.get())?)?;
         Ok(Db {
             schema,
             conn,
@@ -210,7 +210,7 @@ impl Db {
         // UUID order, which the row-order replay starts from.
         self.monitor_id += 1;
         let params = json!([self.schema.name, self.monitor_id, requests]);
-        let raw = self.conn.call("monitor_cond", params)?;
+        let raw = self.conn.call("monitor_cond", &params)?;
         let mut updates: Ordered<Ordered<RowUpdate>> = serde_json::from_str(raw.get())?;
         for (t, columns) in plan {
             let rows = updates
@@ -302,7 +302,7 @@ impl Db {
         }
         let op =
             json!({"op": "select", "table": table, "where": [["_uuid", "==", ["uuid", uuid]]]});
-        let results = self.conn.transact(&self.schema.name, vec![op])?;
+        let results = self.conn.transact(&self.schema.name, &[op])?;
         let fetched = results
             .first()
             .and_then(|r| r["rows"].get(0))
@@ -440,12 +440,11 @@ impl Db {
     /// Sends all pending changes as one transaction. Returns the map from provisional to
     /// real UUIDs of inserted rows. A run that changed nothing sends nothing.
     pub fn commit(&mut self) -> Result<HashMap<String, String>> {
-        let named: HashMap<String, String> = self
-            .inserted
-            .iter()
-            .filter(|(t, u)| self.tables[t].rows.contains_key(u))
-            .map(|(_, u)| (u.clone(), format!("row{}", u.replace('-', "_"))))
-            .collect();
+        // Rows are inserted under the UUIDs chosen here, so references to them are plain
+        // UUIDs (ovsdb-server checks references at commit, after every insert). No
+        // `named-uuid`: a forward reference to one gets a UUID of the server's choosing,
+        // not the one an insert's `"uuid"` asks for.
+        let named: HashMap<String, String> = HashMap::new();
         let mut ops = Vec::new();
         let mut insert_order = Vec::new();
         for (t, u) in &self.inserted {
@@ -458,7 +457,10 @@ impl Db {
                     cols.insert(c.clone(), d.to_json(&named));
                 }
             }
-            ops.push(json!({"op": "insert", "table": t, "uuid-name": named[u], "row": cols}));
+            // The row gets the UUID chosen here (not one the server picks): a retry
+            // after an unknown outcome inserts under the same UUID (see
+            // `datum::new_uuid`), and the outcome can be read back by UUID.
+            ops.push(json!({"op": "insert", "table": t, "uuid": u, "row": cols}));
             insert_order.push((ops.len() - 1, u.clone()));
         }
         let mut updates: HashMap<(&String, &String), Map<String, Value>> = HashMap::new();
@@ -488,12 +490,12 @@ impl Db {
         if ops.is_empty() {
             return Ok(HashMap::new());
         }
-        let results = self.conn.transact(&self.schema.name, ops)?;
+        let results = self.conn.transact(&self.schema.name, &ops)?;
         if let Some(err) = results
             .iter()
             .find(|r| r.get("error").is_some_and(|e| !e.is_null()))
         {
-            bail!("transaction error: {}", transaction_error_text(err));
+            return Err(CommitFailed::from_error(err).into());
         }
         let mut real = HashMap::new();
         for (i, provisional) in insert_order {
@@ -505,6 +507,52 @@ impl Db {
         self.modified.clear();
         self.deleted.clear();
         Ok(real)
+    }
+
+    /// The first row this run inserts, as `(table, uuid)`: reading it back tells whether
+    /// a commit whose reply was lost went through.
+    pub fn first_insert(&self) -> Option<(String, String)> {
+        self.inserted
+            .iter()
+            .find(|(t, u)| self.tables[t].rows.contains_key(u))
+            .cloned()
+    }
+
+    /// Whether `table` has a row with `uuid` on the server now.
+    pub fn row_exists(&mut self, table: &str, uuid: &str) -> Result<bool> {
+        let op = json!({"op": "select", "table": table,
+                        "where": [["_uuid", "==", ["uuid", uuid]]], "columns": ["_uuid"]});
+        let results = self.conn.transact(&self.schema.name, &[op])?;
+        Ok(results
+            .first()
+            .and_then(|r| r["rows"].as_array())
+            .is_some_and(|rows| !rows.is_empty()))
+    }
+}
+
+/// A transaction the server refused, sorted by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitFailed {
+    /// The cluster could not commit it (leadership changed, log prerequisite not met):
+    /// it may or may not have committed; read back and run the commands again.
+    #[error("transaction error: {0}")]
+    Cluster(String),
+    /// An insert's UUID already exists: a previous attempt of this run committed.
+    #[error("transaction error: {0}")]
+    DuplicateUuid(String),
+    /// The commands' changes are invalid: report it.
+    #[error("transaction error: {0}")]
+    Rejected(String),
+}
+
+impl CommitFailed {
+    fn from_error(err: &Value) -> CommitFailed {
+        let text = transaction_error_text(err);
+        match err["error"].as_str() {
+            Some("cluster error" | "not leader" | "timed out") => CommitFailed::Cluster(text),
+            Some("duplicate uuid") => CommitFailed::DuplicateUuid(text),
+            _ => CommitFailed::Rejected(text),
+        }
     }
 }
 
