@@ -433,34 +433,41 @@ pub fn connect_cluster(
         0
     };
     let mut backoff = FIRST_BACKOFF;
+    let mut last: Option<OneshotError> = None;
     loop {
-        let mut last_error = None;
         for k in 0..remotes.len() {
             let remote = &remotes[(start + k) % remotes.len()];
             match try_server(remote, database, options, min_index) {
                 Ok(conn) => return Ok(conn),
-                Err(e @ OneshotError::Timeout { .. }) => return Err(e),
+                Err(OneshotError::Timeout { secs, what }) => {
+                    // Say why no server qualified rather than what was pending.
+                    let what = match &last {
+                        Some(last) => format!("a usable server among {list} (last: {last})"),
+                        None => what,
+                    };
+                    return Err(OneshotError::Timeout { secs, what });
+                }
                 Err(e) if !e.is_transient() => return Err(e),
                 Err(e) => {
                     tracing::debug!(%remote, error = %e, "server not usable");
-                    last_error = Some(e);
+                    last = Some(e);
                 }
             }
         }
-        let Some(last) = last_error else {
-            return Err(OneshotError::NoServer {
-                remotes: list,
-                last_reason: "empty remote list".into(),
-            });
-        };
-        // A single standalone server that refuses connections is not coming back
-        // within a tool's run: report it at once, as the C tools do for a bad socket.
-        if remotes.len() == 1 && matches!(last, OneshotError::Io { .. }) {
-            return Err(last);
+        match last.take() {
+            None => {
+                return Err(OneshotError::NoServer {
+                    remotes: list,
+                    last_reason: "empty remote list".into(),
+                })
+            }
+            // A single server that refuses connections is not coming back within a
+            // tool's run: report it at once, as the C tools do for a bad socket.
+            Some(e @ OneshotError::Io { .. }) if remotes.len() == 1 => return Err(e),
+            Some(e) => last = Some(e),
         }
         if let Some(d) = &options.deadline {
-            let left = d.remaining(&format!("a usable server among {list}"))?;
-            backoff = backoff.min(left);
+            backoff = backoff.min(d.at.saturating_duration_since(Instant::now()));
         }
         std::thread::sleep(backoff);
         backoff = (backoff * 2).min(MAX_BACKOFF);
