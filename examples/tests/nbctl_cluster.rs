@@ -172,3 +172,26 @@ fn lost_commit_reply_neither_fails_nor_doubles() {
     let names = switch_names(&server.unix_remote());
     assert_eq!(names.get("once"), Some(&1), "{names:?}");
 }
+
+#[test]
+fn bad_remote_lists_and_timeouts_are_named_and_change_nothing() {
+    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool", REAL]) {
+        return;
+    }
+    let server = OvsdbServer::start(Db::Northbound).expect("start NB");
+    let good = server.unix_remote();
+    assert!(run_tool(OURS, &good, &["ls-add", "kept"]).ok);
+    let bad_list = format!("{good},bogus:x");
+    let out = run_tool(OURS, &bad_list, &["ls-add", "never"]);
+    assert!(!out.ok);
+    assert!(out.stderr.contains("\"bogus:x\""), "{}", out.stderr);
+    for timeout in ["--timeout=abc", "--timeout=0"] {
+        let out = run_tool(OURS, &good, &[timeout, "ls-add", "never"]);
+        assert!(!out.ok, "{timeout} accepted");
+        let value = &timeout["--timeout=".len()..];
+        let want = format!("ovn-nbctl: value {value} on -t or --timeout is invalid\n");
+        assert_eq!(out.stderr, want);
+    }
+    let names = switch_names(&good);
+    assert_eq!(names.keys().collect::<Vec<_>>(), ["kept"]);
+}

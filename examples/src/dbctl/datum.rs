@@ -4,7 +4,7 @@
 //! when needed). Printing follows OVS's `ovsdb_datum_to_string()` so output matches the C
 //! tools byte for byte.
 
-use super::schema::{AtomicType, BaseType, ColumnType};
+use super::schema::{max_of, AtomicType, BaseType, ColumnType};
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 use std::cmp::Ordering;
@@ -45,6 +45,18 @@ impl Atom {
         match self {
             Atom::Integer(i) => Some(*i),
             _ => None,
+        }
+    }
+
+    /// The same atom as the `ovsdb` crate holds it (schema enums come that way).
+    pub fn from_ovsdb(atom: &ovsdb::Atom) -> Atom {
+        match atom {
+            ovsdb::Atom::Integer(i) => Atom::Integer(*i),
+            ovsdb::Atom::Real(r) => Atom::Real(*r),
+            ovsdb::Atom::Boolean(b) => Atom::Boolean(*b),
+            ovsdb::Atom::String(s) => Atom::String(s.clone()),
+            ovsdb::Atom::Uuid(u) => Atom::Uuid(u.to_string()),
+            ovsdb::Atom::NamedUuid(n) => Atom::Uuid(n.as_str().to_owned()),
         }
     }
 
@@ -230,7 +242,7 @@ pub fn parse_token(s: &str) -> Result<(String, &str)> {
 /// `ovsdb_atom_from_string()`: parses one token into an atom of `base`, checking
 /// constraints.
 pub fn atom_from_string(base: &BaseType, s: &str, symtab: &mut Symtab) -> Result<Atom> {
-    let atom = match base.atomic {
+    let atom = match base.atom_type {
         AtomicType::Integer => Atom::Integer(
             s.parse()
                 .map_err(|_| anyhow!("\"{s}\" is not a valid integer or range"))?,
@@ -275,10 +287,7 @@ pub fn atom_from_string(base: &BaseType, s: &str, symtab: &mut Symtab) -> Result
 /// `ovsdb_atom_check_constraints()`, with the same messages.
 pub fn check_constraints(atom: &Atom, base: &BaseType) -> Result<()> {
     if let Some(allowed) = &base.enum_values {
-        let allowed: Vec<Atom> = allowed
-            .iter()
-            .filter_map(|j| Atom::from_json(base.atomic, j).ok())
-            .collect();
+        let allowed: Vec<Atom> = allowed.iter().map(Atom::from_ovsdb).collect();
         if !allowed.iter().any(|a| a.cmp3(atom) == Ordering::Equal) {
             let mut sorted = allowed;
             sorted.sort_by(Atom::cmp3);
@@ -413,19 +422,19 @@ impl Datum {
             (Some([tag, Value::Array(pairs)]), Some(vt)) if tag == "map" => {
                 let mut out = Vec::with_capacity(pairs.len());
                 for p in pairs {
-                    let k = Atom::from_json(ty.key.atomic, &p[0])?;
-                    out.push((k, Atom::from_json(vt.atomic, &p[1])?));
+                    let k = Atom::from_json(ty.key.atom_type, &p[0])?;
+                    out.push((k, Atom::from_json(vt.atom_type, &p[1])?));
                 }
                 Ok(Datum::map(out))
             }
             (Some([tag, Value::Array(elems)]), None) if tag == "set" => {
                 let atoms: Result<Vec<Atom>> = elems
                     .iter()
-                    .map(|e| Atom::from_json(ty.key.atomic, e))
+                    .map(|e| Atom::from_json(ty.key.atom_type, e))
                     .collect();
                 Ok(Datum::set(atoms?))
             }
-            _ => Ok(Datum::single(Atom::from_json(ty.key.atomic, json)?)),
+            _ => Ok(Datum::single(Atom::from_json(ty.key.atom_type, json)?)),
         }
     }
 
@@ -454,7 +463,7 @@ impl Datum {
 
     /// `ovsdb_datum_to_string()` for a column of type `ty`.
     pub fn to_text(&self, ty: &ColumnType) -> String {
-        self.to_text_with(ty.max > 1)
+        self.to_text_with(max_of(ty) > 1)
     }
 
     fn to_text_with(&self, multi: bool) -> String {
@@ -556,10 +565,10 @@ impl Datum {
                 "{s}: {n} {kind} specified but the minimum number is {}",
                 ty.min
             );
-        } else if n as u64 > ty.max {
+        } else if n as u64 > max_of(ty) {
             bail!(
                 "{s}: {n} {kind} specified but the maximum number is {}",
-                ty.max
+                max_of(ty)
             );
         }
         let datum = if is_map {
@@ -580,7 +589,7 @@ impl Datum {
 
 /// OVS's `ovsdb_type_to_english()`, for parse errors.
 fn type_to_english(ty: &ColumnType) -> String {
-    let atomic = |b: &BaseType| match b.atomic {
+    let atomic = |b: &BaseType| match b.atom_type {
         AtomicType::Integer => "integer",
         AtomicType::Real => "real",
         AtomicType::Boolean => "boolean",
@@ -589,7 +598,7 @@ fn type_to_english(ty: &ColumnType) -> String {
     };
     match &ty.value {
         Some(v) => format!("map of {} to {}", atomic(&ty.key), atomic(v)),
-        None if ty.max == 1 => atomic(&ty.key).to_owned(),
+        None if ty.max == Some(1) => atomic(&ty.key).to_owned(),
         None => format!("set of {}", atomic(&ty.key)),
     }
 }

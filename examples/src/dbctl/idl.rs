@@ -10,7 +10,7 @@
 
 use super::datum::{new_uuid, Atom, Datum};
 use super::order::idl_order;
-use super::schema::{AtomicType, ColumnType, Schema};
+use super::schema::{AtomicType, ColumnType, Schema, SchemaExt, TableExt};
 use anyhow::{anyhow, bail, Result};
 use ovsdb::client::OneshotConnection;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
@@ -125,16 +125,15 @@ fn default_datum(ty: &ColumnType) -> Datum {
         AtomicType::Uuid => Atom::Uuid("00000000-0000-0000-0000-000000000000".into()),
     };
     match &ty.value {
-        Some(v) => Datum::map(vec![(atom(ty.key.atomic), atom(v.atomic))]),
-        None => Datum::single(atom(ty.key.atomic)),
+        Some(v) => Datum::map(vec![(atom(ty.key.atom_type), atom(v.atom_type))]),
+        None => Datum::single(atom(ty.key.atom_type)),
     }
 }
 
 impl Db {
     /// Fetches the schema of `db_name` over `conn`.
     pub fn open(mut conn: OneshotConnection, db_name: &str) -> Result<Db> {
-        let (_, raw) = conn.get_schema(db_name)?;
-        let schema = Schema::parse(&serde_json::from_str(raw.get())?)?;
+        let (schema, _) = conn.get_schema(db_name)?;
         Ok(Db {
             schema,
             conn,
@@ -178,7 +177,7 @@ impl Db {
             if self.has_columns(t, want) {
                 continue;
             }
-            let table = self.schema.table(t)?;
+            let table = self.schema.table_or_err(t)?;
             let columns: Option<BTreeSet<String>> = want.as_ref().map(|w| {
                 let had = self
                     .tables
@@ -255,7 +254,7 @@ impl Db {
         rows: Vec<(String, RowUpdate)>,
         only: Option<&BTreeSet<String>>,
     ) -> Result<TableData> {
-        let table = self.schema.table(tname)?;
+        let table = self.schema.table_or_err(tname)?;
         let uuids: Vec<&str> = rows.iter().map(|(u, _)| u.as_str()).collect();
         let order = idl_order(&uuids);
         let mut data = TableData {
@@ -271,9 +270,9 @@ impl Db {
                     continue;
                 }
                 let datum = match new.get(cname) {
-                    Some(j) => Datum::from_json(&col.ty, j)
+                    Some(j) => Datum::from_json(&col.type_, j)
                         .map_err(|e| anyhow!("{tname}.{cname} of {uuid}: {e}"))?,
-                    None => default_datum(&col.ty),
+                    None => default_datum(&col.type_),
                 };
                 cols.insert(cname.clone(), datum);
             }
@@ -308,7 +307,7 @@ impl Db {
             .and_then(|r| r["rows"].get(0))
             .cloned()
             .unwrap_or_default();
-        let schema_table = self.schema.table(table)?.clone();
+        let schema_table = self.schema.table_or_err(table)?.clone();
         let data = self.tables.get_mut(table).expect("checked above");
         let row = data.rows.get_mut(uuid).expect("checked above");
         for (cname, col) in &schema_table.columns {
@@ -316,8 +315,8 @@ impl Db {
                 continue;
             }
             let datum = match fetched.get(cname) {
-                Some(j) => Datum::from_json(&col.ty, j)?,
-                None => default_datum(&col.ty),
+                Some(j) => Datum::from_json(&col.type_, j)?,
+                None => default_datum(&col.type_),
             };
             row.cols.insert(cname.clone(), datum);
         }
@@ -372,11 +371,11 @@ impl Db {
             };
             self.tables.insert(table.to_owned(), empty);
         }
-        let t = self.schema.table(table)?;
+        let t = self.schema.table_or_err(table)?;
         let cols = t
             .columns
             .iter()
-            .map(|(n, c)| (n.clone(), default_datum(&c.ty)))
+            .map(|(n, c)| (n.clone(), default_datum(&c.type_)))
             .collect();
         let data = self.tables.get_mut(table).expect("loaded above");
         data.order.push(uuid.clone());
@@ -393,7 +392,7 @@ impl Db {
 
     /// Writes `datum` into `col` of a row.
     pub fn set(&mut self, table: &str, uuid: &str, col: &str, datum: Datum) -> Result<()> {
-        self.schema.table(table)?.column(col)?;
+        self.schema.table_or_err(table)?.column_or_err(col)?;
         let row = self
             .tables
             .get_mut(table)
