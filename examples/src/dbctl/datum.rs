@@ -6,7 +6,7 @@
 
 use super::schema::{max_of, AtomicType, BaseType, ColumnType};
 use anyhow::{anyhow, bail, Result};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -60,35 +60,15 @@ impl Atom {
         }
     }
 
-    /// Decodes a JSON atom of type `ty`.
-    pub fn from_json(ty: AtomicType, json: &Value) -> Result<Atom> {
-        let bad = || anyhow!("{json} is not a valid {ty:?} atom");
-        Ok(match ty {
-            AtomicType::Integer => Atom::Integer(json.as_i64().ok_or_else(bad)?),
-            AtomicType::Real => Atom::Real(json.as_f64().ok_or_else(bad)?),
-            AtomicType::Boolean => Atom::Boolean(json.as_bool().ok_or_else(bad)?),
-            AtomicType::String => Atom::String(json.as_str().ok_or_else(bad)?.to_owned()),
-            AtomicType::Uuid => match json.as_array().map(Vec::as_slice) {
-                Some([tag, Value::String(u)]) if tag == "uuid" || tag == "named-uuid" => {
-                    Atom::Uuid(u.clone())
-                }
-                _ => return Err(bad()),
-            },
+    /// The same atom as the `ovsdb` crate holds it, for the wire.
+    pub fn to_ovsdb(&self) -> Result<ovsdb::Atom> {
+        Ok(match self {
+            Atom::Integer(i) => ovsdb::Atom::Integer(*i),
+            Atom::Real(r) => ovsdb::Atom::Real(*r),
+            Atom::Boolean(b) => ovsdb::Atom::Boolean(*b),
+            Atom::String(s) => ovsdb::Atom::String(s.clone()),
+            Atom::Uuid(u) => ovsdb::Atom::Uuid(u.parse().map_err(|e| anyhow!("{e}"))?),
         })
-    }
-
-    /// Encodes as a JSON atom; UUIDs named in `named` become `["named-uuid", name]`.
-    pub fn to_json(&self, named: &HashMap<String, String>) -> Value {
-        match self {
-            Atom::Integer(i) => json!(i),
-            Atom::Real(r) => json!(r),
-            Atom::Boolean(b) => json!(b),
-            Atom::String(s) => json!(s),
-            Atom::Uuid(u) => match named.get(u) {
-                Some(name) => json!(["named-uuid", name]),
-                None => json!(["uuid", u]),
-            },
-        }
     }
 
     /// `ovsdb_atom_to_string()`.
@@ -415,50 +395,40 @@ impl Datum {
         })
     }
 
-    /// Decodes the JSON form of a value of type `ty`.
+    /// Decodes the JSON form of a value of type `ty` (through the `ovsdb` crate's
+    /// typed decoding, which knows a one-element set arrives as a bare atom).
     pub fn from_json(ty: &ColumnType, json: &Value) -> Result<Datum> {
-        let items = json.as_array().map(Vec::as_slice);
-        match (items, &ty.value) {
-            (Some([tag, Value::Array(pairs)]), Some(vt)) if tag == "map" => {
-                let mut out = Vec::with_capacity(pairs.len());
-                for p in pairs {
-                    let k = Atom::from_json(ty.key.atom_type, &p[0])?;
-                    out.push((k, Atom::from_json(vt.atom_type, &p[1])?));
-                }
-                Ok(Datum::map(out))
-            }
-            (Some([tag, Value::Array(elems)]), None) if tag == "set" => {
-                let atoms: Result<Vec<Atom>> = elems
-                    .iter()
-                    .map(|e| Atom::from_json(ty.key.atom_type, e))
-                    .collect();
-                Ok(Datum::set(atoms?))
-            }
-            _ => Ok(Datum::single(Atom::from_json(ty.key.atom_type, json)?)),
+        let value = ovsdb::Value::from_json_typed(json, ty)?;
+        Ok(Datum::from_ovsdb(&value))
+    }
+
+    /// The same value as the `ovsdb` crate holds it.
+    pub fn from_ovsdb(value: &ovsdb::Value) -> Datum {
+        match value {
+            ovsdb::Value::Set(set) => Datum::set(set.iter().map(Atom::from_ovsdb).collect()),
+            ovsdb::Value::Map(map) => Datum::map(
+                map.iter()
+                    .map(|(k, v)| (Atom::from_ovsdb(k), Atom::from_ovsdb(v)))
+                    .collect(),
+            ),
         }
     }
 
-    /// Encodes to JSON, naming provisional UUIDs listed in `named`.
-    pub fn to_json(&self, named: &HashMap<String, String>) -> Value {
-        match &self.values {
+    /// Encodes to JSON for a transaction, through the `ovsdb` crate's value.
+    pub fn to_json(&self) -> Result<Value> {
+        let keys = self.keys.iter().map(Atom::to_ovsdb);
+        let value = match &self.values {
             Some(values) => {
-                let pairs: Vec<Value> = self
-                    .keys
-                    .iter()
+                let values = values.iter().map(Atom::to_ovsdb);
+                let pairs = keys
                     .zip(values)
-                    .map(|(k, v)| json!([k.to_json(named), v.to_json(named)]))
-                    .collect();
-                json!(["map", pairs])
+                    .map(|(k, v)| Ok((k?, v?)))
+                    .collect::<Result<Vec<_>>>()?;
+                ovsdb::Value::Map(ovsdb::Map::from_pairs(pairs))
             }
-            None if self.keys.len() == 1 => self.keys[0].to_json(named),
-            None => json!([
-                "set",
-                self.keys
-                    .iter()
-                    .map(|k| k.to_json(named))
-                    .collect::<Vec<_>>()
-            ]),
-        }
+            None => ovsdb::Value::Set(ovsdb::Set::from_atoms(keys.collect::<Result<_>>()?)),
+        };
+        Ok(value.to_json())
     }
 
     /// `ovsdb_datum_to_string()` for a column of type `ty`.

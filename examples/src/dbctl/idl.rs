@@ -443,7 +443,6 @@ impl Db {
         // UUIDs (ovsdb-server checks references at commit, after every insert). No
         // `named-uuid`: a forward reference to one gets a UUID of the server's choosing,
         // not the one an insert's `"uuid"` asks for.
-        let named: HashMap<String, String> = HashMap::new();
         let mut ops = Vec::new();
         let mut insert_order = Vec::new();
         for (t, u) in &self.inserted {
@@ -453,7 +452,7 @@ impl Db {
             let mut cols = Map::new();
             for (c, d) in &row.cols {
                 if !d.is_empty() || self.modified.contains(&(t.clone(), u.clone(), c.clone())) {
-                    cols.insert(c.clone(), d.to_json(&named));
+                    cols.insert(c.clone(), d.to_json()?);
                 }
             }
             // The row gets the UUID chosen here (not one the server picks): a retry
@@ -471,7 +470,7 @@ impl Db {
                 updates
                     .entry((t, u))
                     .or_default()
-                    .insert(c.clone(), row.get(c).to_json(&named));
+                    .insert(c.clone(), row.get(c).to_json()?);
             }
         }
         let mut updates: Vec<_> = updates.into_iter().collect();
