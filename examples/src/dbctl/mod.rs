@@ -56,7 +56,12 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
     tracing::debug!(%remote, n = commands.len(), "running commands");
     let mut min_index = 0;
     let mut unsettled: Option<Unsettled> = None;
-    loop {
+    for retry in 0u32.. {
+        if retry > 0 {
+            // A server that keeps failing commits (e.g. a cluster mid-election) is not
+            // hammered: 10 ms, doubling, at most 640 ms between attempts.
+            std::thread::sleep(std::time::Duration::from_millis(10 << retry.min(6)));
+        }
         datum::rewind_uuids();
         let conn = connect_cluster(&remotes, tool.database, &options, &mut min_index)?;
         match attempt(tool, &global, &commands, conn, unsettled.as_ref()) {
@@ -70,6 +75,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
             Err(e) => return Err(e),
         }
     }
+    unreachable!("the retry loop only ends by returning")
 }
 
 /// A commit that may or may not have gone through.
