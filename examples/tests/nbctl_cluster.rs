@@ -42,22 +42,34 @@ fn one_shot_ls_add_survives_leader_kill_and_restart() {
     let mut succeeded = Vec::new();
     let mut failures = Vec::new();
     for i in 0..N {
-        if i == N / 3 {
+        let name = format!("sw{i}");
+        let args = ["--timeout=60", "ls-add", &name];
+        let ok = if i == N / 3 {
+            // Killed while this command runs (connecting, reading or committing).
             let leader = cluster.wait_leader().expect("a leader");
+            let child = std::process::Command::new(OURS)
+                .arg(format!("--db={remote}"))
+                .args(args)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn ovn-nbctl");
+            std::thread::sleep(std::time::Duration::from_millis(3));
             cluster.kill(leader);
             killed = Some(leader);
-        }
-        if i == 2 * N / 3 {
-            cluster
-                .restart(killed.expect("killed at N/3"))
-                .expect("restart the killed member");
-        }
-        let name = format!("sw{i}");
-        let out = run_tool(OURS, &remote, &["--timeout=60", "ls-add", &name]);
-        if out.ok {
-            succeeded.push(name);
+            let out = child.wait_with_output().expect("wait for ovn-nbctl");
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.success(), stderr)
         } else {
-            failures.push(format!("{name}: {}", out.stderr.trim()));
+            if i == 2 * N / 3 {
+                let member = killed.expect("killed at N/3");
+                cluster.restart(member).expect("restart the killed member");
+            }
+            let out = run_tool(OURS, &remote, &args);
+            (out.ok, out.stderr)
+        };
+        match ok {
+            (true, _) => succeeded.push(name),
+            (false, stderr) => failures.push(format!("{name}: {}", stderr.trim())),
         }
     }
     eprintln!(
