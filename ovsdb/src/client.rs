@@ -55,6 +55,7 @@ mod error;
 mod handle;
 mod monitor;
 mod monitor_handle;
+mod oneshot;
 mod remote;
 mod server;
 
@@ -64,6 +65,7 @@ pub use error::Error;
 pub use handle::{Client, PendingRequest};
 pub use monitor::{MonitorMethod, MonitorRequest};
 pub use monitor_handle::Monitor;
+pub use oneshot::{connect_cluster, ClusterOptions, Deadline, OneshotConnection, OneshotError};
 pub use remote::{InvalidRemote, Remote};
 
 /// How a [`Client`] connects and behaves; build with [`ClientOptions::new`] and its

@@ -27,26 +27,39 @@ impl Command {
 }
 
 /// Global options shared by both tools.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Global {
     pub db: Option<String>,
     /// `--bare` / `--data=bare`: values only, strings unquoted.
     pub bare: bool,
     pub dry_run: bool,
+    /// `--timeout=SECS` / `-t SECS`: give up after that long (0: never).
+    pub timeout: u64,
+    /// `--no-leader-only` clears it: then any connected cluster member will do.
+    pub leader_only: bool,
+    /// `--no-shuffle-remotes` clears it: then remotes are tried in the order given.
+    pub shuffle: bool,
+}
+
+impl Default for Global {
+    fn default() -> Self {
+        Global {
+            db: None,
+            bare: false,
+            dry_run: false,
+            timeout: 0,
+            leader_only: true,
+            shuffle: true,
+        }
+    }
 }
 
 /// Global options each tool accepts and ignores (timing, logging, waiting).
 const IGNORED: &[&str] = &[
     "--no-wait",
     "--wait",
-    "--timeout",
-    "-t",
     "--no-syslog",
-    "--no-leader-only",
-    "--leader-only",
     "--oneline",
-    "--no-shuffle-remotes",
-    "--shuffle-remotes",
     "--print-wait-time",
     "-v",
     "--verbose",
@@ -70,9 +83,19 @@ pub fn parse(args: &[String]) -> Result<(Global, Vec<Command>)> {
     let mut i = 0;
     let mut pending = BTreeMap::new();
     while i < args.len() && args[i].starts_with('-') && args[i] != "--" {
-        let (key, value) = split_option(&args[i]);
+        let (key, mut value) = split_option(&args[i]);
+        // Options with a required argument also take it as the next word (getopt).
+        if value.is_none() && matches!(key.as_str(), "--db" | "-d" | "--timeout" | "-t") {
+            i += 1;
+            value = args.get(i).cloned();
+        }
         match key.as_str() {
             "--db" | "-d" => global.db = value,
+            "--timeout" | "-t" => global.timeout = parse_timeout(value.as_deref())?,
+            "--leader-only" => global.leader_only = true,
+            "--no-leader-only" => global.leader_only = false,
+            "--shuffle-remotes" => global.shuffle = true,
+            "--no-shuffle-remotes" => global.shuffle = false,
             "--bare" => global.bare = true,
             "--data" if value.as_deref() == Some("bare") => global.bare = true,
             "--dry-run" => global.dry_run = true,
@@ -113,6 +136,15 @@ pub fn parse(args: &[String]) -> Result<(Global, Vec<Command>)> {
         bail!("missing command name (use --help for help)");
     }
     Ok((global, commands))
+}
+
+/// `--timeout`'s value: whole seconds, as the C tools' `ctl_timeout_setup()` takes.
+fn parse_timeout(value: Option<&str>) -> Result<u64> {
+    let text = value.unwrap_or("");
+    match text.parse() {
+        Ok(secs) if secs > 0 => Ok(secs),
+        _ => bail!("value {text} on -t or --timeout is invalid"),
+    }
 }
 
 /// Checks a command's argument count, with the C tools' messages.

@@ -5,7 +5,7 @@
 use super::cli::{check_args, Command};
 use super::datum::{atom_from_string, parse_token, Atom, Datum, Symtab};
 use super::idl::{Db, Row};
-use super::schema::{Column, ColumnType, Table};
+use super::schema::{max_of, Column, ColumnType, SchemaExt, Table, TableExt};
 use anyhow::{anyhow, bail, Result};
 use std::cmp::Ordering;
 
@@ -195,7 +195,7 @@ fn column_names(table: &Table, spec: Option<&str>) -> Result<Vec<Option<String>>
         if name.eq_ignore_ascii_case("_uuid") {
             out.push(None);
         } else {
-            out.push(Some(table.find_column(name)?.name.clone()));
+            out.push(Some(table.find_column(name)?.name.to_string()));
         }
     }
     if out.is_empty() {
@@ -216,7 +216,7 @@ fn print_records(ctx: &mut Ctx, table: &Table, cols: &[Option<String>], rows: &[
             let text = match c {
                 None => row.uuid.clone(),
                 Some(c) if ctx.bare => row.get(c).to_bare(),
-                Some(c) => row.get(c).to_text(&table.columns[c].ty),
+                Some(c) => row.get(c).to_text(&table.columns[c].type_),
             };
             if ctx.bare {
                 ctx.out.push_str(&format!("{text}\n"));
@@ -264,8 +264,8 @@ fn evaluate(op: &str, a: &Datum, b: &Datum) -> bool {
 fn check_condition(ctx: &mut Ctx, table: &Table, row: &Row, arg: &str) -> Result<bool> {
     let ckv = parse_ckv(arg, table, RELOPS)?;
     let (op, value) = (ckv.op.unwrap_or("="), ckv.value.unwrap_or_default());
-    let mut ty = ckv.column.ty.clone();
-    ty.max = u64::MAX;
+    let mut ty = ckv.column.type_.clone();
+    ty.max = None;
     let have = row.get(&ckv.column.name);
     match ckv.key {
         Some(key) => {
@@ -280,7 +280,7 @@ fn check_condition(ctx: &mut Ctx, table: &Table, row: &Row, arg: &str) -> Result
                 key: vt,
                 value: None,
                 min: 0,
-                max: u64::MAX,
+                max: None,
             };
             let want = Datum::from_text(&want_ty, &value, &mut ctx.symtab)?;
             match have.get(&key) {
@@ -290,7 +290,7 @@ fn check_condition(ctx: &mut Ctx, table: &Table, row: &Row, arg: &str) -> Result
             }
         }
         None => {
-            let want = Datum::from_text(&ckv.column.ty, &value, &mut ctx.symtab)?;
+            let want = Datum::from_text(&ckv.column.type_, &value, &mut ctx.symtab)?;
             Ok(evaluate(op, have, &want))
         }
     }
@@ -348,13 +348,13 @@ fn cmd_get(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         let ckv = parse_ckv(arg, &table, &[])?;
         let datum = row.get(&ckv.column.name);
         if let Some(key) = ckv.key {
-            let Some(_) = &ckv.column.ty.value else {
+            let Some(_) = &ckv.column.type_.value else {
                 bail!(
                     "cannot specify key to get for non-map column {}",
                     ckv.column.name
                 );
             };
-            let k = atom_from_string(&ckv.column.ty.key, &key, &mut ctx.symtab)?;
+            let k = atom_from_string(&ckv.column.type_.key, &key, &mut ctx.symtab)?;
             // `get` prints the text form even under --bare, as db-ctl-base does.
             match datum.get(&k) {
                 Some(v) => ctx.out.push_str(&v.to_text()),
@@ -367,7 +367,7 @@ fn cmd_get(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
                 None => {}
             }
         } else {
-            ctx.out.push_str(&datum.to_text(&ckv.column.ty));
+            ctx.out.push_str(&datum.to_text(&ckv.column.type_));
         }
         ctx.out.push('\n');
     }
@@ -394,10 +394,10 @@ pub fn set_column(
     }
     let datum = match ckv.key {
         Some(key) => {
-            let Some(vt) = &col.ty.value else {
+            let Some(vt) = &col.type_.value else {
                 bail!("cannot specify key to set for non-map column {}", col.name);
             };
-            let k = atom_from_string(&col.ty.key, &key, &mut ctx.symtab)?;
+            let k = atom_from_string(&col.type_.key, &key, &mut ctx.symtab)?;
             let v = atom_from_string(vt, &value, &mut ctx.symtab)?;
             let mut pairs: Vec<(Atom, Atom)> = vec![(k.clone(), v)];
             let old = ctx.db.row(&table.name, uuid)?.get(&col.name).clone();
@@ -408,7 +408,7 @@ pub fn set_column(
             );
             Datum::map(pairs)
         }
-        None => Datum::from_text(&col.ty, &value, &mut ctx.symtab)?,
+        None => Datum::from_text(&col.type_, &value, &mut ctx.symtab)?,
     };
     ctx.db.set(&table.name, uuid, &col.name, datum)
 }
@@ -454,18 +454,18 @@ fn cmd_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         return Ok(());
     };
     let col = mutable_column(&table, &cmd.args[2])?.clone();
-    let mut add_ty = col.ty.clone();
+    let mut add_ty = col.type_.clone();
     add_ty.min = 0;
-    add_ty.max = u64::MAX;
+    add_ty.max = None;
     let mut datum = ctx.db.row(&table.name, &uuid)?.get(&col.name).clone();
     for arg in &cmd.args[3..] {
         let add = Datum::from_text(&add_ty, arg, &mut ctx.symtab)?;
         datum = union(&datum, &add);
     }
-    if datum.len() as u64 > col.ty.max {
+    if datum.len() as u64 > max_of(&col.type_) {
         bail!(
             "\"add\" operation would put {} {} in column {} of table {} but the maximum number is {}",
-            datum.len(), count_word(&col.ty), col.name, table.name, col.ty.max
+            datum.len(), count_word(&col.type_), col.name, table.name, max_of(&col.type_)
         );
     }
     ctx.db.set(&table.name, &uuid, &col.name, datum)
@@ -494,12 +494,12 @@ fn cmd_remove(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     };
     let col = mutable_column(&table, &cmd.args[2])?.clone();
     let mut datum = ctx.db.row(&table.name, &uuid)?.get(&col.name).clone();
-    let mut rm_ty = col.ty.clone();
+    let mut rm_ty = col.type_.clone();
     rm_ty.min = 0;
-    rm_ty.max = u64::MAX;
+    rm_ty.max = None;
     for arg in &cmd.args[3..] {
         let by_pair = Datum::from_text(&rm_ty, arg, &mut ctx.symtab);
-        let (rm, keys_only) = match (by_pair, &col.ty.value) {
+        let (rm, keys_only) = match (by_pair, &col.type_.value) {
             (Ok(d), _) => (d, false),
             (Err(e), None) => return Err(e),
             (Err(e), Some(_)) => {
@@ -515,10 +515,10 @@ fn cmd_remove(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         };
         datum = subtract(&datum, &rm, keys_only);
     }
-    if (datum.len() as u64) < col.ty.min {
+    if (datum.len() as u64) < col.type_.min {
         bail!(
             "\"remove\" operation would put {} {} in column {} of table {} but the minimum number is {}",
-            datum.len(), count_word(&col.ty), col.name, table.name, col.ty.min
+            datum.len(), count_word(&col.type_), col.name, table.name, col.type_.min
         );
     }
     ctx.db.set(&table.name, &uuid, &col.name, datum)
@@ -546,14 +546,14 @@ fn cmd_clear(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     };
     for name in &cmd.args[2..] {
         let col = mutable_column(&table, name)?.clone();
-        if col.ty.min > 0 {
+        if col.type_.min > 0 {
             bail!(
                 "\"clear\" operation cannot be applied to column {} of table {}, which is not allowed to be empty",
                 col.name, table.name
             );
         }
         ctx.db
-            .set(&table.name, &uuid, &col.name, Datum::empty(&col.ty))?;
+            .set(&table.name, &uuid, &col.name, Datum::empty(&col.type_))?;
     }
     Ok(())
 }

@@ -4,9 +4,9 @@
 //! when needed). Printing follows OVS's `ovsdb_datum_to_string()` so output matches the C
 //! tools byte for byte.
 
-use super::schema::{AtomicType, BaseType, ColumnType};
+use super::schema::{max_of, AtomicType, BaseType, ColumnType};
 use anyhow::{anyhow, bail, Result};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -48,35 +48,27 @@ impl Atom {
         }
     }
 
-    /// Decodes a JSON atom of type `ty`.
-    pub fn from_json(ty: AtomicType, json: &Value) -> Result<Atom> {
-        let bad = || anyhow!("{json} is not a valid {ty:?} atom");
-        Ok(match ty {
-            AtomicType::Integer => Atom::Integer(json.as_i64().ok_or_else(bad)?),
-            AtomicType::Real => Atom::Real(json.as_f64().ok_or_else(bad)?),
-            AtomicType::Boolean => Atom::Boolean(json.as_bool().ok_or_else(bad)?),
-            AtomicType::String => Atom::String(json.as_str().ok_or_else(bad)?.to_owned()),
-            AtomicType::Uuid => match json.as_array().map(Vec::as_slice) {
-                Some([tag, Value::String(u)]) if tag == "uuid" || tag == "named-uuid" => {
-                    Atom::Uuid(u.clone())
-                }
-                _ => return Err(bad()),
-            },
-        })
+    /// The same atom as the `ovsdb` crate holds it (schema enums come that way).
+    pub fn from_ovsdb(atom: &ovsdb::Atom) -> Atom {
+        match atom {
+            ovsdb::Atom::Integer(i) => Atom::Integer(*i),
+            ovsdb::Atom::Real(r) => Atom::Real(*r),
+            ovsdb::Atom::Boolean(b) => Atom::Boolean(*b),
+            ovsdb::Atom::String(s) => Atom::String(s.clone()),
+            ovsdb::Atom::Uuid(u) => Atom::Uuid(u.to_string()),
+            ovsdb::Atom::NamedUuid(n) => Atom::Uuid(n.as_str().to_owned()),
+        }
     }
 
-    /// Encodes as a JSON atom; UUIDs named in `named` become `["named-uuid", name]`.
-    pub fn to_json(&self, named: &HashMap<String, String>) -> Value {
-        match self {
-            Atom::Integer(i) => json!(i),
-            Atom::Real(r) => json!(r),
-            Atom::Boolean(b) => json!(b),
-            Atom::String(s) => json!(s),
-            Atom::Uuid(u) => match named.get(u) {
-                Some(name) => json!(["named-uuid", name]),
-                None => json!(["uuid", u]),
-            },
-        }
+    /// The same atom as the `ovsdb` crate holds it, for the wire.
+    pub fn to_ovsdb(&self) -> Result<ovsdb::Atom> {
+        Ok(match self {
+            Atom::Integer(i) => ovsdb::Atom::Integer(*i),
+            Atom::Real(r) => ovsdb::Atom::Real(*r),
+            Atom::Boolean(b) => ovsdb::Atom::Boolean(*b),
+            Atom::String(s) => ovsdb::Atom::String(s.clone()),
+            Atom::Uuid(u) => ovsdb::Atom::Uuid(u.parse().map_err(|e| anyhow!("{e}"))?),
+        })
     }
 
     /// `ovsdb_atom_to_string()`.
@@ -164,40 +156,31 @@ impl Symtab {
     }
 }
 
-/// A fresh random (version 4) UUID in text form.
-pub fn new_uuid() -> String {
-    let mut bytes = [0u8; 16];
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&rand_u64().to_le_bytes());
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+thread_local! {
+    /// UUIDs handed out so far in this run, and how many the current attempt has used.
+    static UUID_POOL: std::cell::RefCell<(Vec<String>, usize)> = const {
+        std::cell::RefCell::new((Vec::new(), 0))
+    };
 }
 
-/// Randomness from std's per-process SipHash keys mixed with a counter: enough to keep
-/// provisional UUIDs (which the server replaces) unique within one run.
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.finish()
+/// A UUID for a row this run inserts. The n-th call of every attempt returns the same
+/// UUID (see [`rewind_uuids`]): when a commit's outcome is unknown and the commands are
+/// run again, the retry inserts under the same UUIDs, so the server itself refuses a
+/// second copy (`duplicate uuid`) if the first attempt did commit.
+pub fn new_uuid() -> String {
+    UUID_POOL.with(|pool| {
+        let (uuids, used) = &mut *pool.borrow_mut();
+        if *used == uuids.len() {
+            uuids.push(ovsdb::Uuid::new_random().to_string());
+        }
+        *used += 1;
+        uuids[*used - 1].clone()
+    })
+}
+
+/// Starts a new attempt: [`new_uuid`] hands out the same UUIDs again, in order.
+pub fn rewind_uuids() {
+    UUID_POOL.with(|pool| pool.borrow_mut().1 = 0);
 }
 
 /// OVS's `ovsdb_token_is_delim()`.
@@ -239,7 +222,7 @@ pub fn parse_token(s: &str) -> Result<(String, &str)> {
 /// `ovsdb_atom_from_string()`: parses one token into an atom of `base`, checking
 /// constraints.
 pub fn atom_from_string(base: &BaseType, s: &str, symtab: &mut Symtab) -> Result<Atom> {
-    let atom = match base.atomic {
+    let atom = match base.atom_type {
         AtomicType::Integer => Atom::Integer(
             s.parse()
                 .map_err(|_| anyhow!("\"{s}\" is not a valid integer or range"))?,
@@ -284,10 +267,7 @@ pub fn atom_from_string(base: &BaseType, s: &str, symtab: &mut Symtab) -> Result
 /// `ovsdb_atom_check_constraints()`, with the same messages.
 pub fn check_constraints(atom: &Atom, base: &BaseType) -> Result<()> {
     if let Some(allowed) = &base.enum_values {
-        let allowed: Vec<Atom> = allowed
-            .iter()
-            .filter_map(|j| Atom::from_json(base.atomic, j).ok())
-            .collect();
+        let allowed: Vec<Atom> = allowed.iter().map(Atom::from_ovsdb).collect();
         if !allowed.iter().any(|a| a.cmp3(atom) == Ordering::Equal) {
             let mut sorted = allowed;
             sorted.sort_by(Atom::cmp3);
@@ -415,55 +395,45 @@ impl Datum {
         })
     }
 
-    /// Decodes the JSON form of a value of type `ty`.
+    /// Decodes the JSON form of a value of type `ty` (through the `ovsdb` crate's
+    /// typed decoding, which knows a one-element set arrives as a bare atom).
     pub fn from_json(ty: &ColumnType, json: &Value) -> Result<Datum> {
-        let items = json.as_array().map(Vec::as_slice);
-        match (items, &ty.value) {
-            (Some([tag, Value::Array(pairs)]), Some(vt)) if tag == "map" => {
-                let mut out = Vec::with_capacity(pairs.len());
-                for p in pairs {
-                    let k = Atom::from_json(ty.key.atomic, &p[0])?;
-                    out.push((k, Atom::from_json(vt.atomic, &p[1])?));
-                }
-                Ok(Datum::map(out))
-            }
-            (Some([tag, Value::Array(elems)]), None) if tag == "set" => {
-                let atoms: Result<Vec<Atom>> = elems
-                    .iter()
-                    .map(|e| Atom::from_json(ty.key.atomic, e))
-                    .collect();
-                Ok(Datum::set(atoms?))
-            }
-            _ => Ok(Datum::single(Atom::from_json(ty.key.atomic, json)?)),
+        let value = ovsdb::Value::from_json_typed(json, ty)?;
+        Ok(Datum::from_ovsdb(&value))
+    }
+
+    /// The same value as the `ovsdb` crate holds it.
+    pub fn from_ovsdb(value: &ovsdb::Value) -> Datum {
+        match value {
+            ovsdb::Value::Set(set) => Datum::set(set.iter().map(Atom::from_ovsdb).collect()),
+            ovsdb::Value::Map(map) => Datum::map(
+                map.iter()
+                    .map(|(k, v)| (Atom::from_ovsdb(k), Atom::from_ovsdb(v)))
+                    .collect(),
+            ),
         }
     }
 
-    /// Encodes to JSON, naming provisional UUIDs listed in `named`.
-    pub fn to_json(&self, named: &HashMap<String, String>) -> Value {
-        match &self.values {
+    /// Encodes to JSON for a transaction, through the `ovsdb` crate's value.
+    pub fn to_json(&self) -> Result<Value> {
+        let keys = self.keys.iter().map(Atom::to_ovsdb);
+        let value = match &self.values {
             Some(values) => {
-                let pairs: Vec<Value> = self
-                    .keys
-                    .iter()
+                let values = values.iter().map(Atom::to_ovsdb);
+                let pairs = keys
                     .zip(values)
-                    .map(|(k, v)| json!([k.to_json(named), v.to_json(named)]))
-                    .collect();
-                json!(["map", pairs])
+                    .map(|(k, v)| Ok((k?, v?)))
+                    .collect::<Result<Vec<_>>>()?;
+                ovsdb::Value::Map(ovsdb::Map::from_pairs(pairs))
             }
-            None if self.keys.len() == 1 => self.keys[0].to_json(named),
-            None => json!([
-                "set",
-                self.keys
-                    .iter()
-                    .map(|k| k.to_json(named))
-                    .collect::<Vec<_>>()
-            ]),
-        }
+            None => ovsdb::Value::Set(ovsdb::Set::from_atoms(keys.collect::<Result<_>>()?)),
+        };
+        Ok(value.to_json())
     }
 
     /// `ovsdb_datum_to_string()` for a column of type `ty`.
     pub fn to_text(&self, ty: &ColumnType) -> String {
-        self.to_text_with(ty.max > 1)
+        self.to_text_with(max_of(ty) > 1)
     }
 
     fn to_text_with(&self, multi: bool) -> String {
@@ -565,10 +535,10 @@ impl Datum {
                 "{s}: {n} {kind} specified but the minimum number is {}",
                 ty.min
             );
-        } else if n as u64 > ty.max {
+        } else if n as u64 > max_of(ty) {
             bail!(
                 "{s}: {n} {kind} specified but the maximum number is {}",
-                ty.max
+                max_of(ty)
             );
         }
         let datum = if is_map {
@@ -589,7 +559,7 @@ impl Datum {
 
 /// OVS's `ovsdb_type_to_english()`, for parse errors.
 fn type_to_english(ty: &ColumnType) -> String {
-    let atomic = |b: &BaseType| match b.atomic {
+    let atomic = |b: &BaseType| match b.atom_type {
         AtomicType::Integer => "integer",
         AtomicType::Real => "real",
         AtomicType::Boolean => "boolean",
@@ -598,7 +568,7 @@ fn type_to_english(ty: &ColumnType) -> String {
     };
     match &ty.value {
         Some(v) => format!("map of {} to {}", atomic(&ty.key), atomic(v)),
-        None if ty.max == 1 => atomic(&ty.key).to_owned(),
+        None if ty.max == Some(1) => atomic(&ty.key).to_owned(),
         None => format!("set of {}", atomic(&ty.key)),
     }
 }

@@ -9,10 +9,10 @@
 //! `_uuid`, removed rows `delete`d by `_uuid`.
 
 use super::datum::{new_uuid, Atom, Datum};
-use super::jsonrpc::Connection;
 use super::order::idl_order;
-use super::schema::{AtomicType, ColumnType, Schema};
+use super::schema::{AtomicType, ColumnType, Schema, SchemaExt, TableExt};
 use anyhow::{anyhow, bail, Result};
+use ovsdb::client::OneshotConnection;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -104,7 +104,7 @@ struct TableData {
 #[derive(Debug)]
 pub struct Db {
     pub schema: Schema,
-    conn: Connection,
+    conn: OneshotConnection,
     tables: HashMap<String, TableData>,
     inserted: Vec<(String, String)>,
     modified: BTreeSet<(String, String, String)>,
@@ -125,16 +125,15 @@ fn default_datum(ty: &ColumnType) -> Datum {
         AtomicType::Uuid => Atom::Uuid("00000000-0000-0000-0000-000000000000".into()),
     };
     match &ty.value {
-        Some(v) => Datum::map(vec![(atom(ty.key.atomic), atom(v.atomic))]),
-        None => Datum::single(atom(ty.key.atomic)),
+        Some(v) => Datum::map(vec![(atom(ty.key.atom_type), atom(v.atom_type))]),
+        None => Datum::single(atom(ty.key.atom_type)),
     }
 }
 
 impl Db {
-    /// Connects to `remote` and fetches the schema of `db_name`.
-    pub fn open(remote: &str, db_name: &str) -> Result<Db> {
-        let mut conn = Connection::open(remote)?;
-        let schema = Schema::parse(&conn.get_schema(db_name)?)?;
+    /// Fetches the schema of `db_name` over `conn`.
+    pub fn open(mut conn: OneshotConnection, db_name: &str) -> Result<Db> {
+        let (schema, _) = conn.get_schema(db_name)?;
         Ok(Db {
             schema,
             conn,
@@ -178,7 +177,7 @@ impl Db {
             if self.has_columns(t, want) {
                 continue;
             }
-            let table = self.schema.table(t)?;
+            let table = self.schema.table_or_err(t)?;
             let columns: Option<BTreeSet<String>> = want.as_ref().map(|w| {
                 let had = self
                     .tables
@@ -210,7 +209,7 @@ impl Db {
         // UUID order, which the row-order replay starts from.
         self.monitor_id += 1;
         let params = json!([self.schema.name, self.monitor_id, requests]);
-        let raw = self.conn.call("monitor_cond", params)?;
+        let raw = self.conn.call("monitor_cond", &params)?;
         let mut updates: Ordered<Ordered<RowUpdate>> = serde_json::from_str(raw.get())?;
         for (t, columns) in plan {
             let rows = updates
@@ -255,7 +254,7 @@ impl Db {
         rows: Vec<(String, RowUpdate)>,
         only: Option<&BTreeSet<String>>,
     ) -> Result<TableData> {
-        let table = self.schema.table(tname)?;
+        let table = self.schema.table_or_err(tname)?;
         let uuids: Vec<&str> = rows.iter().map(|(u, _)| u.as_str()).collect();
         let order = idl_order(&uuids);
         let mut data = TableData {
@@ -271,9 +270,9 @@ impl Db {
                     continue;
                 }
                 let datum = match new.get(cname) {
-                    Some(j) => Datum::from_json(&col.ty, j)
+                    Some(j) => Datum::from_json(&col.type_, j)
                         .map_err(|e| anyhow!("{tname}.{cname} of {uuid}: {e}"))?,
-                    None => default_datum(&col.ty),
+                    None => default_datum(&col.type_),
                 };
                 cols.insert(cname.clone(), datum);
             }
@@ -302,13 +301,13 @@ impl Db {
         }
         let op =
             json!({"op": "select", "table": table, "where": [["_uuid", "==", ["uuid", uuid]]]});
-        let results = self.conn.transact(&self.schema.name, vec![op])?;
+        let results = self.conn.transact(&self.schema.name, &[op])?;
         let fetched = results
             .first()
             .and_then(|r| r["rows"].get(0))
             .cloned()
             .unwrap_or_default();
-        let schema_table = self.schema.table(table)?.clone();
+        let schema_table = self.schema.table_or_err(table)?.clone();
         let data = self.tables.get_mut(table).expect("checked above");
         let row = data.rows.get_mut(uuid).expect("checked above");
         for (cname, col) in &schema_table.columns {
@@ -316,8 +315,8 @@ impl Db {
                 continue;
             }
             let datum = match fetched.get(cname) {
-                Some(j) => Datum::from_json(&col.ty, j)?,
-                None => default_datum(&col.ty),
+                Some(j) => Datum::from_json(&col.type_, j)?,
+                None => default_datum(&col.type_),
             };
             row.cols.insert(cname.clone(), datum);
         }
@@ -372,11 +371,11 @@ impl Db {
             };
             self.tables.insert(table.to_owned(), empty);
         }
-        let t = self.schema.table(table)?;
+        let t = self.schema.table_or_err(table)?;
         let cols = t
             .columns
             .iter()
-            .map(|(n, c)| (n.clone(), default_datum(&c.ty)))
+            .map(|(n, c)| (n.clone(), default_datum(&c.type_)))
             .collect();
         let data = self.tables.get_mut(table).expect("loaded above");
         data.order.push(uuid.clone());
@@ -393,7 +392,7 @@ impl Db {
 
     /// Writes `datum` into `col` of a row.
     pub fn set(&mut self, table: &str, uuid: &str, col: &str, datum: Datum) -> Result<()> {
-        self.schema.table(table)?.column(col)?;
+        self.schema.table_or_err(table)?.column_or_err(col)?;
         let row = self
             .tables
             .get_mut(table)
@@ -440,12 +439,10 @@ impl Db {
     /// Sends all pending changes as one transaction. Returns the map from provisional to
     /// real UUIDs of inserted rows. A run that changed nothing sends nothing.
     pub fn commit(&mut self) -> Result<HashMap<String, String>> {
-        let named: HashMap<String, String> = self
-            .inserted
-            .iter()
-            .filter(|(t, u)| self.tables[t].rows.contains_key(u))
-            .map(|(_, u)| (u.clone(), format!("row{}", u.replace('-', "_"))))
-            .collect();
+        // Rows are inserted under the UUIDs chosen here, so references to them are plain
+        // UUIDs (ovsdb-server checks references at commit, after every insert). No
+        // `named-uuid`: a forward reference to one gets a UUID of the server's choosing,
+        // not the one an insert's `"uuid"` asks for.
         let mut ops = Vec::new();
         let mut insert_order = Vec::new();
         for (t, u) in &self.inserted {
@@ -455,10 +452,13 @@ impl Db {
             let mut cols = Map::new();
             for (c, d) in &row.cols {
                 if !d.is_empty() || self.modified.contains(&(t.clone(), u.clone(), c.clone())) {
-                    cols.insert(c.clone(), d.to_json(&named));
+                    cols.insert(c.clone(), d.to_json()?);
                 }
             }
-            ops.push(json!({"op": "insert", "table": t, "uuid-name": named[u], "row": cols}));
+            // The row gets the UUID chosen here (not one the server picks): a retry
+            // after an unknown outcome inserts under the same UUID (see
+            // `datum::new_uuid`), and the outcome can be read back by UUID.
+            ops.push(json!({"op": "insert", "table": t, "uuid": u, "row": cols}));
             insert_order.push((ops.len() - 1, u.clone()));
         }
         let mut updates: HashMap<(&String, &String), Map<String, Value>> = HashMap::new();
@@ -470,7 +470,7 @@ impl Db {
                 updates
                     .entry((t, u))
                     .or_default()
-                    .insert(c.clone(), row.get(c).to_json(&named));
+                    .insert(c.clone(), row.get(c).to_json()?);
             }
         }
         let mut updates: Vec<_> = updates.into_iter().collect();
@@ -488,12 +488,12 @@ impl Db {
         if ops.is_empty() {
             return Ok(HashMap::new());
         }
-        let results = self.conn.transact(&self.schema.name, ops)?;
+        let results = self.conn.transact(&self.schema.name, &ops)?;
         if let Some(err) = results
             .iter()
             .find(|r| r.get("error").is_some_and(|e| !e.is_null()))
         {
-            bail!("transaction error: {}", transaction_error_text(err));
+            return Err(CommitFailed::from_error(err).into());
         }
         let mut real = HashMap::new();
         for (i, provisional) in insert_order {
@@ -505,6 +505,52 @@ impl Db {
         self.modified.clear();
         self.deleted.clear();
         Ok(real)
+    }
+
+    /// The first row this run inserts, as `(table, uuid)`: reading it back tells whether
+    /// a commit whose reply was lost went through.
+    pub fn first_insert(&self) -> Option<(String, String)> {
+        self.inserted
+            .iter()
+            .find(|(t, u)| self.tables[t].rows.contains_key(u))
+            .cloned()
+    }
+
+    /// Whether `table` has a row with `uuid` on the server now.
+    pub fn row_exists(&mut self, table: &str, uuid: &str) -> Result<bool> {
+        let op = json!({"op": "select", "table": table,
+                        "where": [["_uuid", "==", ["uuid", uuid]]], "columns": ["_uuid"]});
+        let results = self.conn.transact(&self.schema.name, &[op])?;
+        Ok(results
+            .first()
+            .and_then(|r| r["rows"].as_array())
+            .is_some_and(|rows| !rows.is_empty()))
+    }
+}
+
+/// A transaction the server refused, sorted by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitFailed {
+    /// The cluster could not commit it (leadership changed, log prerequisite not met):
+    /// it may or may not have committed; read back and run the commands again.
+    #[error("transaction error: {0}")]
+    Cluster(String),
+    /// An insert's UUID already exists: a previous attempt of this run committed.
+    #[error("transaction error: {0}")]
+    DuplicateUuid(String),
+    /// The commands' changes are invalid: report it.
+    #[error("transaction error: {0}")]
+    Rejected(String),
+}
+
+impl CommitFailed {
+    fn from_error(err: &Value) -> CommitFailed {
+        let text = transaction_error_text(err);
+        match err["error"].as_str() {
+            Some("cluster error" | "not leader" | "timed out") => CommitFailed::Cluster(text),
+            Some("duplicate uuid") => CommitFailed::DuplicateUuid(text),
+            _ => CommitFailed::Rejected(text),
+        }
     }
 }
 

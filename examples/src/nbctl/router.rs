@@ -9,6 +9,7 @@ use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::{set_column, Ctx};
 use crate::dbctl::datum::{Atom, Datum};
 use crate::dbctl::idl::Row;
+use crate::dbctl::schema::SchemaExt;
 use anyhow::{bail, Result};
 use std::cmp::Ordering;
 use std::net::IpAddr;
@@ -155,7 +156,7 @@ fn lrp_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     ctx.db.set(LRP, &lrp, "mac", string(mac))?;
     let nets = networks.iter().map(|n| Atom::String(n.clone())).collect();
     ctx.db.set(LRP, &lrp, "networks", Datum::set(nets))?;
-    let table = ctx.db.schema.table(LRP)?.clone();
+    let table = ctx.db.schema.table_or_err(LRP)?.clone();
     for s in settings {
         set_column(ctx, &table, &lrp, s, true)?;
     }

@@ -7,6 +7,7 @@
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::{set_column, Ctx};
 use crate::dbctl::datum::{Atom, Datum};
+use crate::dbctl::schema::SchemaExt;
 use anyhow::{bail, Result};
 
 const OVS: &str = "Open_vSwitch";
@@ -196,7 +197,7 @@ fn add_port(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         bail!("cannot create a port named {name} because a bridge named {name} already exists");
     }
     let port = new_port(ctx, name, false)?;
-    let table = ctx.db.schema.table("Port")?.clone();
+    let table = ctx.db.schema.table_or_err("Port")?.clone();
     for setting in &cmd.args[2..] {
         set_column(ctx, &table, &port, setting, true)?;
     }

@@ -8,6 +8,7 @@ use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
 use crate::dbctl::datum::Datum;
 use crate::dbctl::idl::Row;
+use crate::dbctl::schema::{SchemaExt, TableExt};
 use anyhow::Result;
 
 /// One table of the tree: its name column and the columns shown.
@@ -78,11 +79,11 @@ fn show_row(
     shown: &mut Vec<&'static str>,
 ) -> Result<()> {
     let show = find(table);
-    let schema_table = ctx.db.schema.table(table)?.clone();
+    let schema_table = ctx.db.schema.table_or_err(table)?.clone();
     let indent = " ".repeat(level * 4);
     match show.and_then(|s| s.name_column) {
         Some(nc) => {
-            let text = row.get(nc).to_text(&schema_table.column(nc)?.ty);
+            let text = row.get(nc).to_text(&schema_table.column_or_err(nc)?.type_);
             ctx.out.push_str(&format!("{indent}{table} {text}\n"));
         }
         None => ctx.out.push_str(&format!("{indent}{}\n", row.uuid)),
@@ -93,10 +94,10 @@ fn show_row(
     }
     shown.push(show.table);
     for col in show.columns {
-        let column = schema_table.column(col)?.clone();
+        let column = schema_table.column_or_err(col)?.clone();
         let datum = row.get(col).clone();
         if let Some(ref_table) = column
-            .ty
+            .type_
             .key
             .ref_table
             .as_deref()
@@ -109,10 +110,12 @@ fn show_row(
             }
             continue;
         }
-        if !is_default(&datum, column.ty.min) {
+        if !is_default(&datum, column.type_.min) {
             let indent = " ".repeat((level + 1) * 4);
-            ctx.out
-                .push_str(&format!("{indent}{col}: {}\n", datum.to_text(&column.ty)));
+            ctx.out.push_str(&format!(
+                "{indent}{col}: {}\n",
+                datum.to_text(&column.type_)
+            ));
         }
     }
     shown.retain(|t| *t != show.table);
