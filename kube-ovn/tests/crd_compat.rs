@@ -174,16 +174,26 @@ fn every_kube_ovn_property_exists_in_our_types_with_its_type() {
     );
 }
 
-/// Properties our types have but Kube-OVN's chart schema lacks. On a cluster whose CRDs came
-/// from the chart, the API server prunes them: the controller must not rely on them there.
-/// Each comes from Kube-OVN's Go types, which have drifted ahead of its chart.
+/// Properties our types have but Kube-OVN's chart schema lacks, topmost first, in `KINDS`
+/// order. On a cluster whose CRDs came from the chart the API server prunes them, so the
+/// controller must not rely on them there. Each comes from Kube-OVN's Go types, which have
+/// drifted ahead of its chart (`observedGeneration` of every condition among them).
 const PRUNED_BY_KUBE_OVN_CHART: &[&str] = &[
-    "OvnFip: status.macAddress",
     "Subnet: spec.u2oFeatures",
-    "Subnet: spec.u2oFeatures.overlayOnlyRouting",
-    "SwitchLBRule: status.conditions",
+    "Subnet: status.conditions[].observedGeneration",
+    "IPPool: status.conditions[].observedGeneration",
+    "Vpc: status.conditions[].observedGeneration",
+    "Vip: status.conditions[].observedGeneration",
     "Vip: status.ready",
     "Vlan: status.conditions",
+    "ProviderNetwork: status.conditions[].observedGeneration",
+    "OvnEip: status.conditions[].observedGeneration",
+    "OvnFip: status.conditions[].observedGeneration",
+    "OvnFip: status.macAddress",
+    "OvnSnatRule: status.conditions[].observedGeneration",
+    "OvnDnatRule: status.conditions[].observedGeneration",
+    "QoSPolicy: status.conditions[].observedGeneration",
+    "SwitchLBRule: status.conditions",
 ];
 
 #[test]
