@@ -94,3 +94,30 @@ fn vpc_and_qos_policy_report_their_fields() {
     let err = qos.spec.validate().expect_err("both is no direction");
     assert_eq!(err.field, "spec.bandwidthLimitRules[0].direction");
 }
+
+#[test]
+fn fip_and_dnat_ip_types_are_checked() {
+    use kube_ovn::crd::{NatIpType, OvnDnatRule, OvnFip};
+    let fip: OvnFip = serde_json::from_value(json!({
+        "apiVersion": "kubeovn.io/v1", "kind": "OvnFip", "metadata": {"name": "f"},
+        "spec": {"ovnEip": "e", "ipType": "vip", "ipName": "v", "type": "regional"},
+    }))
+    .expect("decodes");
+    assert_eq!(fip.spec.ip_type, Some(NatIpType::Vip));
+    let err = fip.spec.validate().expect_err("regional is no FIP type");
+    assert_eq!(
+        (err.field.as_str(), err.value.as_str()),
+        ("spec.type", "regional")
+    );
+
+    let dnat: OvnDnatRule = serde_json::from_value(json!({
+        "apiVersion": "kubeovn.io/v1", "kind": "OvnDnatRule", "metadata": {"name": "d"},
+        "spec": {"ovnEip": "e", "ipType": "pod", "ipName": "p"},
+    }))
+    .expect("decodes");
+    let err = dnat.spec.validate().expect_err("pod is no ipType");
+    assert_eq!(
+        (err.field.as_str(), err.expected),
+        ("spec.ipType", NatIpType::KNOWN)
+    );
+}

@@ -6,7 +6,7 @@
 //! * scalars are `Option`s, absent on the wire when `None`; `false`, `0` and `""` written
 //!   by a user or by Kube-OVN's Go controller come back as written;
 //! * lists are `Vec`s, absent when empty (Go's `omitempty` treats empty and absent alike);
-//! * enum-like strings are [open enums](open_enum) with an `Other(String)` variant; each
+//! * enum-like strings are open enums (see `open_enum.rs`) with an `Other(String)` variant; each
 //!   spec's `validate` names the field holding an unknown value.
 //!
 //! [`crds`] gives the CustomResourceDefinitions; `dist/crds.yaml` is [`crds_yaml`]'s output,
@@ -45,7 +45,7 @@ pub use ippool::{IPPool, IPPoolSpec, IPPoolStatus};
 pub use open_enum::InvalidField;
 pub use ovn_dnat_rule::{OvnDnatRule, OvnDnatRuleSpec, OvnDnatRuleStatus};
 pub use ovn_eip::{OvnEip, OvnEipSpec, OvnEipStatus, OvnEipType};
-pub use ovn_fip::{OvnFip, OvnFipSpec, OvnFipStatus};
+pub use ovn_fip::{NatIpType, OvnFip, OvnFipSpec, OvnFipStatus};
 pub use ovn_snat_rule::{OvnSnatRule, OvnSnatRuleSpec, OvnSnatRuleStatus};
 pub use provider_network::{
     CustomInterface, ProviderNetwork, ProviderNetworkSpec, ProviderNetworkStatus,

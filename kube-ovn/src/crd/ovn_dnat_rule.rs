@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::conditions::Condition;
+use super::{InvalidField, NatIpType};
 
 /// Which external port forwards to which internal address and port.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,7 +47,7 @@ pub struct OvnDnatRuleSpec {
     pub ovn_eip: Option<String>,
     /// Kind of `ipName`: `ip` or `vip`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ip_type: Option<String>,
+    pub ip_type: Option<NatIpType>,
     /// The IP or Vip CR giving the internal address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_name: Option<String>,
@@ -107,4 +108,14 @@ pub struct OvnDnatRuleStatus {
     /// The IP or Vip CR as realized.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_name: Option<String>,
+}
+
+impl OvnDnatRuleSpec {
+    /// Checks every enum-valued field; the first unknown value is the error.
+    pub fn validate(&self) -> Result<(), InvalidField> {
+        match &self.ip_type {
+            Some(ip_type) => ip_type.check("spec.ipType"),
+            None => Ok(()),
+        }
+    }
 }

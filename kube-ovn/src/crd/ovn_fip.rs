@@ -6,6 +6,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::conditions::Condition;
+use super::open_enum::open_enum;
+use super::{GatewayType, InvalidField};
+
+open_enum! {
+    /// `spec.ipType` of OvnFip and OvnDnatRule: the kind of CR `ipName` names.
+    pub enum NatIpType {
+        /// An IP CR (a pod's or VM's address); what Kube-OVN assumes when absent.
+        Ip = "ip",
+        /// A Vip CR.
+        Vip = "vip",
+    }
+}
 
 /// Which external address maps to which internal one.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -36,10 +48,10 @@ pub struct OvnFipSpec {
     pub ovn_eip: Option<String>,
     /// Kind of `ipName`: `ip` (an IP CR, the default) or `vip`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ip_type: Option<String>,
+    pub ip_type: Option<NatIpType>,
     /// `distributed` (NAT on the pod's node) or `centralized` (on the gateway chassis).
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub type_: Option<String>,
+    pub type_: Option<GatewayType>,
     /// The IP or Vip CR giving the internal address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_name: Option<String>,
@@ -82,4 +94,17 @@ pub struct OvnFipStatus {
     /// MAC address of the external address (distributed FIPs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac_address: Option<String>,
+}
+
+impl OvnFipSpec {
+    /// Checks every enum-valued field; the first unknown value is the error.
+    pub fn validate(&self) -> Result<(), InvalidField> {
+        if let Some(ip_type) = &self.ip_type {
+            ip_type.check("spec.ipType")?;
+        }
+        match &self.type_ {
+            Some(type_) => type_.check("spec.type"),
+            None => Ok(()),
+        }
+    }
 }
