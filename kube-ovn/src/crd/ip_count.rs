@@ -10,6 +10,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// big integer written as a bare JSON number; we keep it as `u128` and write it back as
 /// digits. We read integers, floats (what a JSON reader without big-number support turns
 /// long integers into; truncated toward zero) and decimal strings.
+///
+/// Counts beyond `u64::MAX` serialize as `u128`, which `serde_json::to_vec`/`to_string` (what
+/// kube's `Patch::Merge(&typed)` uses) write exactly but `serde_json::to_value` and `json!`
+/// reject (`Value` holds no such number): build status patches from the typed struct.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IpCount(pub u128);
 
