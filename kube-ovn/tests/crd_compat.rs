@@ -149,6 +149,55 @@ fn property_paths(schema: &Value) -> BTreeMap<String, Option<String>> {
     out
 }
 
+/// `x-kubernetes-list-type` (and map keys) of every list under `spec` and `status`: they
+/// decide how server-side apply merges a list, so ours must say what Kube-OVN's say.
+fn list_types(schema: &Value) -> BTreeMap<String, Value> {
+    fn walk(node: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
+        if let Some(list_type) = node.get("x-kubernetes-list-type") {
+            let keys = node
+                .get("x-kubernetes-list-map-keys")
+                .cloned()
+                .unwrap_or(Value::Null);
+            out.insert(path.to_owned(), serde_json::json!([list_type, keys]));
+        }
+        if let Some(properties) = node["properties"].as_object() {
+            for (name, sub) in properties {
+                walk(sub, &format!("{path}.{name}"), out);
+            }
+        }
+        if node["items"].is_object() {
+            walk(&node["items"], &format!("{path}[]"), out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for top in ["spec", "status"] {
+        walk(&schema["properties"][top], top, &mut out);
+    }
+    out
+}
+
+#[test]
+fn list_types_match_kube_ovn() {
+    let report = mismatches(|kind, their, our| {
+        let (theirs, ours) = (list_types(schema(their)), list_types(schema(our)));
+        theirs
+            .iter()
+            .filter(|(path, list_type)| ours.get(*path) != Some(list_type))
+            .map(|(path, list_type)| {
+                format!(
+                    "{kind}: {path} is {list_type} in Kube-OVN, {:?} in ours",
+                    ours.get(path)
+                )
+            })
+            .collect()
+    });
+    assert!(
+        report.is_empty(),
+        "list types differ:\n{}",
+        report.join("\n")
+    );
+}
+
 #[test]
 fn every_kube_ovn_property_exists_in_our_types_with_its_type() {
     let report = mismatches(|kind, their, our| {

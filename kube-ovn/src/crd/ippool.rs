@@ -44,11 +44,13 @@ use super::ip_count::IpCount;
 pub struct IPPoolSpec {
     /// The subnet the pool is carved from (immutable).
     pub subnet: String,
-    /// Namespaces whose pods allocate from the pool.
+    /// Namespaces whose pods allocate from the pool (a set, as in Kube-OVN).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub namespaces: Vec<String>,
-    /// Addresses, `start..end` ranges and CIDRs.
+    /// Addresses, `start..end` ranges and CIDRs (a set).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub ips: Vec<String>,
     /// Also keep an OVN address set of the pool, for ACLs and policy routes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

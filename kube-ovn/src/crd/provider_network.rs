@@ -35,6 +35,7 @@ pub struct ProviderNetworkSpec {
     pub custom_interfaces: Vec<CustomInterface>,
     /// Nodes the network is set up on (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "node_selector_schema")]
     pub node_selector: Option<LabelSelector>,
     /// Nodes left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -51,6 +52,24 @@ pub struct ProviderNetworkSpec {
     /// VLAN interfaces to keep, e.g. `eth0.10`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vlan_interfaces: Vec<String>,
+}
+
+/// A LabelSelector whose `matchExpressions` is a map list keyed by `key`, as Kube-OVN's chart
+/// declares it, so server-side apply merges expressions the same way on both CRDs.
+fn node_selector_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = generator.subschema_for::<LabelSelector>();
+    if let Some(expressions) = schema
+        .get_mut("properties")
+        .and_then(|properties| properties.get_mut("matchExpressions"))
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        expressions.insert("x-kubernetes-list-type".into(), "map".into());
+        expressions.insert(
+            "x-kubernetes-list-map-keys".into(),
+            serde_json::json!(["key"]),
+        );
+    }
+    schema
 }
 
 /// An interface used on some nodes instead of the default.

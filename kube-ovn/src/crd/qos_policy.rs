@@ -53,8 +53,9 @@ open_enum! {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct QoSPolicySpec {
-    /// The rules, keyed by name.
+    /// The rules, keyed by name (a map list, so server-side apply merges by name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub bandwidth_limit_rules: Vec<BandwidthLimitRule>,
     /// May be bound to several objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
