@@ -8,3 +8,4 @@ pub mod annotations;
 pub mod config;
 pub mod controller;
 pub mod crd;
+pub mod daemon;
