@@ -272,3 +272,174 @@ async fn bad_input_is_refused_naming_the_value_and_nothing_is_written() {
     assert_eq!(node.vsctl(&["list-br"]).trim(), "");
     assert!(node.ip(&["link", "show"]).find("ovn0").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_keeps_the_node_converged() {
+    let Some((node, vs, net)) = start().await else {
+        return;
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let looping = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        kube_ovn::daemon::keep_converged(&vs, &net, &boot(), Duration::from_millis(100), shutdown)
+            .await;
+    });
+    let route_back = |node: &SimNode| {
+        node.ip(&["-4", "route", "show", "dev", "ovn0"])
+            .contains("10.16.0.0/16 via 100.64.0.1")
+    };
+    let has_ovn0 = |node: &SimNode| node.ip(&["link", "show"]).contains("ovn0");
+    assert!(
+        tokio::task::block_in_place(|| wait_until(Duration::from_secs(20), || has_ovn0(&node)
+            && route_back(&node))),
+        "the loop did not bring the node up"
+    );
+    node.ip(&["route", "del", "10.16.0.0/16"]);
+    node.vsctl(&["del-port", "br-int", "ovn0"]);
+    let repaired = tokio::task::block_in_place(|| {
+        wait_until(Duration::from_secs(20), || {
+            node.vsctl(&["list-ports", "br-int"]).trim() == "ovn0" && route_back(&node)
+        })
+    });
+    assert!(repaired, "the loop did not restore ovn0 and its route");
+    stop.send(()).unwrap();
+    looping.await.unwrap();
+}
+
+/// With OVN running (NB, SB, northd, ovn-controller), plugging `ovn0` binds the join
+/// port `node-<node>` to this chassis, and the join gateway (the cluster router's port)
+/// answers a ping from the node through `ovn0`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ovn0_binds_the_join_port_and_reaches_the_join_gateway() {
+    if !ovn_harness::require_root(
+        &[
+            sim::TOOLS,
+            &[
+                "ovn-northd",
+                "ovn-controller",
+                "ovn-nbctl",
+                "ovn-sbctl",
+                "ping",
+            ],
+        ]
+        .concat(),
+    ) {
+        return;
+    }
+    let central = ovn_harness::OvnCentral::start().unwrap();
+    let name = format!("kodch{}", std::process::id());
+    let chassis = ovn_harness::Chassis::start(ovn_harness::ChassisConfig::new(
+        &name,
+        &central.sb_remote(),
+        "192.168.77.1",
+    ))
+    .unwrap();
+    let nbctl = |args: &[&str]| {
+        let db = format!("--db={}", central.nb_remote());
+        let mut all = vec![db.as_str(), "--timeout=20"];
+        all.extend_from_slice(args);
+        ovn_harness::run("ovn-nbctl", &all).expect("ovn-nbctl")
+    };
+    // the rows Kube-OVN's controller writes: join switch, router patch, node-<node>
+    nbctl(&["lr-add", "ovn-cluster"]);
+    nbctl(&[
+        "lrp-add",
+        "ovn-cluster",
+        "ovn-cluster-join",
+        "00:00:00:00:00:fe",
+        "100.64.0.1/16",
+    ]);
+    nbctl(&["ls-add", "join"]);
+    nbctl(&[
+        "lsp-add",
+        "join",
+        "join-ovn-cluster",
+        "--",
+        "lsp-set-type",
+        "join-ovn-cluster",
+        "router",
+        "--",
+        "lsp-set-addresses",
+        "join-ovn-cluster",
+        "router",
+        "--",
+        "lsp-set-options",
+        "join-ovn-cluster",
+        "router-port=ovn-cluster-join",
+    ]);
+    nbctl(&[
+        "lsp-add",
+        "join",
+        "node-n1",
+        "--",
+        "lsp-set-addresses",
+        "node-n1",
+        &format!("{MAC} 100.64.0.2"),
+    ]);
+
+    let mut wanted = boot();
+    wanted.system_id = name.clone();
+    wanted.ovn_remotes = vec![central.sb_remote()];
+    wanted.join_ip.v6 = None;
+    wanted.join_cidr.v6 = None;
+    wanted.join_gateway.v6 = None;
+    wanted.routes.retain(|r| r.addr().is_ipv4());
+    let vs = VsClient::connect(&chassis.ovs_remote()).await.unwrap();
+    let netns = std::path::Path::new("/var/run/netns").join(&name);
+    let net = HostNetwork::open(&netns).await.unwrap();
+    ensure(&vs, &net, &wanted).await.unwrap();
+
+    vs.wait_ovn_installed("ovn0", Duration::from_secs(30))
+        .await
+        .unwrap();
+    let sb = format!("--db={}", central.sb_remote());
+    let bound = ovn_harness::run(
+        "ovn-sbctl",
+        &[
+            &sb,
+            "--bare",
+            "--columns=chassis",
+            "find",
+            "Port_Binding",
+            "logical_port=node-n1",
+        ],
+    )
+    .unwrap();
+    let chassis_uuid = ovn_harness::run(
+        "ovn-sbctl",
+        &[
+            &sb,
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Chassis",
+            &format!("name={name}"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(bound.trim(), chassis_uuid.trim());
+    let ping = || {
+        ovn_harness::run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &name,
+                "ping",
+                "-c",
+                "1",
+                "-W",
+                "1",
+                "100.64.0.1",
+            ],
+        )
+        .is_ok()
+    };
+    let answered = tokio::task::block_in_place(|| wait_until(Duration::from_secs(20), ping));
+    assert!(
+        answered,
+        "the join gateway 100.64.0.1 did not answer through ovn0"
+    );
+}
