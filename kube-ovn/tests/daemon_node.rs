@@ -443,3 +443,29 @@ async fn ovn0_binds_the_join_port_and_reaches_the_join_gateway() {
         "the join gateway 100.64.0.1 did not answer through ovn0"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bridge_mappings_are_set_when_needed_and_removed_when_not() {
+    let Some((node, vs, net)) = start().await else {
+        return;
+    };
+    let mut underlay = boot();
+    underlay.bridge_mappings = BTreeMap::from([
+        ("provider1".to_string(), "br-provider1".to_string()),
+        ("provider2".to_string(), "br-provider2".to_string()),
+    ]);
+    ensure(&vs, &net, &underlay).await.unwrap();
+    assert_eq!(
+        root_get(&node, "ovn-bridge-mappings"),
+        "provider1:br-provider1,provider2:br-provider2"
+    );
+
+    let report = ensure(&vs, &net, &boot()).await.unwrap();
+    assert_eq!(
+        report.ovs,
+        vec![OvsChange::ExternalIds(vec!["ovn-bridge-mappings".into()])]
+    );
+    let ids = node.get("Open_vSwitch", ".", "external_ids");
+    assert!(!ids.contains("ovn-bridge-mappings"), "{ids}");
+    assert!(ids.contains("other-owner=kept"), "{ids}");
+}

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use ipam::Mac;
 use ipnet::IpNet;
 
-use crate::annotations::{CidrPair, IpPair};
+use crate::annotations::{CidrPair, IpPair, NodeAnnotations};
 
 /// The node's port on the join switch, as Kube-OVN names it (`util.NodeNic`).
 pub const NODE_NIC: &str = "ovn0";
@@ -174,6 +174,13 @@ pub enum NodeSpecError {
         /// The destination.
         destination: IpNet,
     },
+    /// A node annotation the join port needs is not set yet (the controller has not
+    /// allocated the port; Kube-OVN's daemon waits for it).
+    #[error("node annotation ovn.kubernetes.io/{key} is not set")]
+    MissingAnnotation {
+        /// The key after `ovn.kubernetes.io/`.
+        key: &'static str,
+    },
     /// The MTU is outside what Linux accepts for IPv4 (68) and an `i64` column.
     #[error("MTU {mtu} is outside 68..=65535")]
     Mtu {
@@ -210,6 +217,21 @@ impl NodeBootstrap {
     /// The join port `ovn0` is bound to: `node-<node>`.
     pub fn port_name(&self) -> String {
         format!("node-{}", self.node_name)
+    }
+
+    /// Takes the join port (MAC, addresses, CIDR, gateway) from the Node's annotations,
+    /// as the controller wrote them; `self` is unchanged when one is missing.
+    pub fn set_join_port(&mut self, node: &NodeAnnotations) -> Result<(), NodeSpecError> {
+        let missing = |key| NodeSpecError::MissingAnnotation { key };
+        let mac = node.mac_address.ok_or(missing("mac_address"))?;
+        let ip = node.ip_address.ok_or(missing("ip_address"))?;
+        let cidr = node.cidr.ok_or(missing("cidr"))?;
+        let gateway = node.gateway.ok_or(missing("gateway"))?;
+        self.join_mac = mac.to_string();
+        self.join_ip = ip;
+        self.join_cidr = cidr;
+        self.join_gateway = gateway;
+        Ok(())
     }
 
     /// Checks every value and parses the join port's; no system is touched.
@@ -286,5 +308,60 @@ mod tests {
         assert_eq!(DatapathType::detect_at(&loaded), DatapathType::Netdev);
         std::fs::create_dir(&loaded).unwrap();
         assert_eq!(DatapathType::detect_at(&loaded), DatapathType::System);
+    }
+
+    fn bootstrap() -> NodeBootstrap {
+        NodeBootstrap {
+            node_name: "n1".into(),
+            system_id: "n1".into(),
+            hostname: "n1".into(),
+            ovn_remotes: vec!["tcp:192.0.2.1:6642".into()],
+            encap_type: EncapType::Geneve,
+            encap_ip: "192.0.2.5".parse().unwrap(),
+            encap_csum: true,
+            bridge_mappings: BTreeMap::new(),
+            datapath_type: DatapathType::Netdev,
+            join_mac: String::new(),
+            join_ip: IpPair { v4: None, v6: None },
+            join_cidr: CidrPair { v4: None, v6: None },
+            join_gateway: IpPair { v4: None, v6: None },
+            mtu: 1400,
+            routes: vec!["10.16.0.0/16".parse().unwrap()],
+        }
+    }
+
+    #[test]
+    fn join_port_comes_from_the_node_annotations() {
+        let map = [
+            ("ovn.kubernetes.io/mac_address", "00:00:00:12:34:56"),
+            ("ovn.kubernetes.io/ip_address", "100.64.0.3"),
+            ("ovn.kubernetes.io/cidr", "100.64.0.0/16"),
+            ("ovn.kubernetes.io/gateway", "100.64.0.1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let annotations = NodeAnnotations::parse(&map).unwrap();
+        let mut boot = bootstrap();
+        boot.set_join_port(&annotations).unwrap();
+        let plan = boot.plan().unwrap();
+        assert_eq!(plan.mac.to_string(), "00:00:00:12:34:56");
+        assert_eq!(plan.addresses, ["100.64.0.3/16".parse::<IpNet>().unwrap()]);
+        assert_eq!(
+            plan.routes,
+            [(
+                "10.16.0.0/16".parse().unwrap(),
+                "100.64.0.1".parse().unwrap()
+            )]
+        );
+
+        let mut unallocated = annotations.clone();
+        unallocated.gateway = None;
+        let mut untouched = bootstrap();
+        assert_eq!(
+            untouched.set_join_port(&unallocated),
+            Err(NodeSpecError::MissingAnnotation { key: "gateway" })
+        );
+        assert_eq!(untouched, bootstrap());
     }
 }
