@@ -222,6 +222,7 @@ pub enum ClientError {
         source: http::uri::InvalidUri,
     },
     /// kube-rs rejected the generated client configuration.
+    #[cfg(feature = "kube-client")]
     #[error("failed to build a kube client for {url}")]
     Client {
         /// The server URL.

@@ -24,6 +24,9 @@
 //!
 //! # Example
 //!
+//! [`Handle::kube_client`] needs the cargo feature `kube-client` (off by
+//! default: the server itself does not use kube-rs).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use embedded_apiserver::{Config, EmbeddedApiServer};

@@ -208,7 +208,9 @@ impl Handle {
         format!("http://{}", self.shared.addr)
     }
 
-    /// A kube-rs client talking to this server, default namespace `default`.
+    /// A kube-rs client talking to this server, default namespace `default`
+    /// (cargo feature `kube-client`).
+    #[cfg(feature = "kube-client")]
     pub fn kube_client(&self) -> Result<kube::Client, ClientError> {
         let url = self.url();
         let uri: http::Uri = url.parse().map_err(|source| ClientError::InvalidUrl {
