@@ -8,5 +8,6 @@ mod api {
     mod crud;
     mod kubectl;
     mod leader;
+    mod persist;
     mod watch;
 }

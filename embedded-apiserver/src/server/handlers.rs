@@ -1,6 +1,8 @@
 //! Request dispatch: route, resolve the resource type, call the store.
 
-use super::response::{error_response, json_response, text_response, watch_response, Body};
+use super::response::{
+    error_response, json_response, text_response, watch_error_response, watch_response, Body,
+};
 use super::route::{parse_path, parse_query, ResourcePath, Route};
 use super::Shared;
 use super::{discovery, openapi};
@@ -93,11 +95,27 @@ impl ApiRequest {
     }
 }
 
+/// How long a watch from a resourceVersion the store has not reached waits
+/// for it before failing, as kube-apiserver's watch cache waits
+/// (`blockTimeout`, 3 s) before answering "Too large resource version".
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
 /// Answers one request.
-pub fn handle(shared: &Shared, req: ApiRequest) -> Response<Body> {
-    match respond(shared, &req) {
-        Ok(resp) => resp,
-        Err(err) => error_response(&err),
+pub async fn handle(shared: &Shared, req: ApiRequest) -> Response<Body> {
+    let deadline = tokio::time::Instant::now() + FRESHNESS_WAIT;
+    loop {
+        match respond(shared, &req) {
+            Ok(resp) => return resp,
+            Err(err) if err.reason == Reason::Timeout && req.flag("watch") => {
+                if tokio::time::Instant::now() >= deadline {
+                    // Once the request is accepted, watch failures travel as
+                    // an ERROR event, not as the HTTP status.
+                    return watch_error_response(err);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(err) => return error_response(&err),
+        }
     }
 }
 
@@ -161,12 +179,12 @@ fn start_watch(
     rt: ResourceType,
     ns: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
-    let rx = state.watch(watch_options(req, &rt, ns)?)?;
+    let events = state.watch(watch_options(req, &rt, ns)?)?;
     let timeout = req
         .param("timeoutSeconds")
         .and_then(|t| t.parse().ok())
         .unwrap_or(1800);
-    Ok(watch_response(rt, rx, Duration::from_secs(timeout)))
+    Ok(watch_response(rt, events, Duration::from_secs(timeout)))
 }
 
 /// DELETE on a collection: deletes what the selectors match, answers the

@@ -3,7 +3,7 @@
 
 use crate::error::ApiError;
 use crate::registry::ResourceType;
-use crate::store::watch::WatchMsg;
+use crate::store::watch::{WatchMsg, WatchStream};
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{header, Response, StatusCode};
@@ -12,7 +12,6 @@ use hyper::body::Frame;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// The body type of every response.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -61,32 +60,39 @@ pub fn watch_line(rt: &ResourceType, msg: &WatchMsg) -> Bytes {
             json!({"type": "BOOKMARK", "object": {
                 "kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}})
         }
-        WatchMsg::Expired(message) => {
-            let mut err = ApiError::new(crate::error::Reason::Expired, message.clone());
-            err.details = None;
-            json!({"type": "ERROR", "object": err.to_status()})
-        }
+        WatchMsg::Error(err) => json!({"type": "ERROR", "object": err.to_status()}),
     };
     let mut bytes = serde_json::to_vec(&doc).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
 }
 
+/// A watch that ends with one `ERROR` event (HTTP 200, as kube-apiserver
+/// answers a watch it accepted but cannot serve).
+pub fn watch_error_response(err: ApiError) -> Response<Body> {
+    let doc = json!({"type": "ERROR", "object": err.to_status()});
+    let mut bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    bytes.push(b'\n');
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(bytes)).boxed())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+}
+
 /// The streaming response of a watch: runs until the store drops the
 /// watcher, the client goes away, or `timeout` passes.
-pub fn watch_response(
-    rt: ResourceType,
-    rx: mpsc::UnboundedReceiver<WatchMsg>,
-    timeout: Duration,
-) -> Response<Body> {
+pub fn watch_response(rt: ResourceType, events: WatchStream, timeout: Duration) -> Response<Body> {
     let deadline = tokio::time::Instant::now() + timeout;
-    let stream = futures::stream::unfold((rx, false), move |(mut rx, done)| async move {
+    let stream = futures::stream::unfold((events, false), move |(mut events, done)| async move {
         if done {
             return None;
         }
-        let msg = tokio::time::timeout_at(deadline, rx.recv()).await.ok()??;
-        let last = matches!(msg, WatchMsg::Expired(_));
-        Some((msg, (rx, last)))
+        let msg = tokio::time::timeout_at(deadline, events.next())
+            .await
+            .ok()??;
+        let last = matches!(msg, WatchMsg::Error(_));
+        Some((msg, (events, last)))
     })
     .map(move |msg| Ok::<_, Infallible>(Frame::data(watch_line(&rt, &msg))));
     Response::builder()
