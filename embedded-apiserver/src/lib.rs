@@ -67,6 +67,7 @@ pub mod registry;
 pub mod selector;
 mod server;
 pub mod store;
+pub mod table;
 pub mod validate;
 
 pub use error::{ApiError, ClientError, Reason, StartError};

@@ -6,7 +6,8 @@ mod api {
     pub mod common;
     mod controller;
     mod crud;
-    mod kubectl;
+    pub mod kubectl;
+    mod kubectl_print;
     mod leader;
     mod persist;
     mod watch;

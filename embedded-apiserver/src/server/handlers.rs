@@ -12,9 +12,10 @@ use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::watch::WatchFilter;
 use crate::store::{DeleteOptions, ListOptions, Part, State, WatchOptions, WriteOptions};
+use crate::table::{self, IncludeObject};
 use bytes::Bytes;
 use http::{header, Method, Request, Response};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ pub struct ApiRequest {
     pub query: HashMap<String, String>,
     /// `Content-Type`.
     pub content_type: String,
+    /// `Accept`, for Tables.
+    pub accept: String,
     /// `User-Agent`, for the default field manager.
     pub user_agent: String,
     /// The body.
@@ -50,6 +53,7 @@ impl ApiRequest {
             path: req.uri().path().to_string(),
             query: parse_query(req.uri().query()),
             content_type: header(header::CONTENT_TYPE),
+            accept: header(header::ACCEPT),
             user_agent: header(header::USER_AGENT),
             body,
         }
@@ -75,6 +79,15 @@ impl ApiRequest {
         }
         serde_json::from_slice(&self.body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+    }
+
+    fn include_object(&self) -> IncludeObject {
+        IncludeObject::from_param(self.param("includeObject"))
+    }
+
+    /// How a watch's events are to be encoded.
+    fn watch_format(&self) -> Option<IncludeObject> {
+        table::wants_table(&self.accept).then(|| self.include_object())
     }
 
     fn write_options(&self) -> WriteOptions {
@@ -133,9 +146,28 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
         Some(_) => return Err(not_served(&req.path)),
     };
     let name = path.name.as_deref();
+    let as_table = table::wants_table(&req.accept) && part == Part::Main;
     let (code, value) = match (&req.method, name) {
+        (&Method::GET, Some(name)) if as_table => {
+            let object = state.get(&rt, ns, name)?;
+            let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+            (
+                200,
+                table::table(&rt, &[object], metadata, req.include_object(), true),
+            )
+        }
         (&Method::GET, Some(name)) => (200, state.get(&rt, ns, name)?),
         (&Method::GET, None) if req.flag("watch") => return start_watch(&mut state, req, rt, ns),
+        (&Method::GET, None) if as_table => {
+            let mut list = state.list(&rt, ns, &list_options(req, &rt)?)?;
+            let items = list["items"].take();
+            let items = items.as_array().map(Vec::as_slice).unwrap_or_default();
+            let metadata = list["metadata"].take();
+            (
+                200,
+                table::table(&rt, items, metadata, req.include_object(), true),
+            )
+        }
         (&Method::GET, None) => (200, state.list(&rt, ns, &list_options(req, &rt)?)?),
         (&Method::POST, None) if part == Part::Main => {
             require_namespace(&rt, ns, &req.path)?;
@@ -184,7 +216,12 @@ fn start_watch(
         .param("timeoutSeconds")
         .and_then(|t| t.parse().ok())
         .unwrap_or(1800);
-    Ok(watch_response(rt, events, Duration::from_secs(timeout)))
+    Ok(watch_response(
+        rt,
+        events,
+        Duration::from_secs(timeout),
+        req.watch_format(),
+    ))
 }
 
 /// DELETE on a collection: deletes what the selectors match, answers the

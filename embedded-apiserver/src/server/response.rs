@@ -4,6 +4,7 @@
 use crate::error::ApiError;
 use crate::registry::ResourceType;
 use crate::store::watch::{WatchMsg, WatchStream};
+use crate::table::IncludeObject;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{header, Response, StatusCode};
@@ -41,12 +42,23 @@ pub fn text_response(code: u16, text: &'static str) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
 }
 
-/// Encodes one watch message as a line of the watch stream.
-pub fn watch_line(rt: &ResourceType, msg: &WatchMsg) -> Bytes {
+/// Encodes one watch message as a line of the watch stream; with `table`,
+/// objects travel as one-row Tables (column definitions in the first only,
+/// as kube-apiserver sends them).
+pub fn watch_line(
+    rt: &ResourceType,
+    msg: &WatchMsg,
+    table: Option<IncludeObject>,
+    first: bool,
+) -> Bytes {
     let doc = match msg {
         WatchMsg::Event(kind, object) => {
             let mut object = object.as_ref().clone();
             object["apiVersion"] = json!(rt.api_version());
+            if let Some(include) = table {
+                let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+                object = crate::table::table(rt, &[object], metadata, include, first);
+            }
             json!({"type": kind.as_str(), "object": object})
         }
         WatchMsg::Bookmark {
@@ -82,8 +94,14 @@ pub fn watch_error_response(err: ApiError) -> Response<Body> {
 
 /// The streaming response of a watch: runs until the store drops the
 /// watcher, the client goes away, or `timeout` passes.
-pub fn watch_response(rt: ResourceType, events: WatchStream, timeout: Duration) -> Response<Body> {
+pub fn watch_response(
+    rt: ResourceType,
+    events: WatchStream,
+    timeout: Duration,
+    table: Option<IncludeObject>,
+) -> Response<Body> {
     let deadline = tokio::time::Instant::now() + timeout;
+    let mut first = true;
     let stream = futures::stream::unfold((events, false), move |(mut events, done)| async move {
         if done {
             return None;
@@ -94,7 +112,11 @@ pub fn watch_response(rt: ResourceType, events: WatchStream, timeout: Duration) 
         let last = matches!(msg, WatchMsg::Error(_));
         Some((msg, (events, last)))
     })
-    .map(move |msg| Ok::<_, Infallible>(Frame::data(watch_line(&rt, &msg))));
+    .map(move |msg| {
+        let line = watch_line(&rt, &msg, table, first);
+        first &= !matches!(msg, WatchMsg::Event(..));
+        Ok::<_, Infallible>(Frame::data(line))
+    });
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
