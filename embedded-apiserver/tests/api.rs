@@ -7,6 +7,7 @@ mod api {
     mod controller;
     mod crud;
     pub mod kubectl;
+    mod kubectl_create;
     mod kubectl_print;
     mod leader;
     mod persist;

@@ -8,6 +8,7 @@ use super::Shared;
 use super::{discovery, openapi};
 use crate::error::{ApiError, Reason};
 use crate::patch::PatchType;
+use crate::protobuf;
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::watch::WatchFilter;
@@ -71,10 +72,13 @@ impl ApiRequest {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
+        if self.content_type.starts_with(protobuf::MEDIA_TYPE) {
+            return protobuf::to_json(&self.body);
+        }
         if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
             return Err(ApiError::new(
                 Reason::UnsupportedMediaType,
-                format!("the body of the request was in an unsupported format {:?}: this server only speaks JSON", self.content_type),
+                format!("the body of the request was in an unsupported format {:?}: this server speaks JSON, and protobuf for the built-in kinds", self.content_type),
             ));
         }
         serde_json::from_slice(&self.body)
@@ -132,7 +136,26 @@ pub async fn handle(shared: &Shared, req: ApiRequest) -> Response<Body> {
     }
 }
 
+/// Whether the client can read a JSON answer: kube-apiserver answers 406
+/// to an `Accept` it cannot serve, and this server writes only JSON.
+fn accepts_json(accept: &str) -> bool {
+    accept.is_empty()
+        || accept.split(',').any(|media| {
+            let media = media.split(';').next().unwrap_or_default().trim();
+            matches!(media, "application/json" | "application/*" | "*/*" | "")
+        })
+}
+
 fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError> {
+    if !accepts_json(&req.accept) {
+        return Err(ApiError::new(
+            Reason::NotAcceptable,
+            format!(
+                "only the following media types are accepted: application/json (asked for {:?})",
+                req.accept
+            ),
+        ));
+    }
     let route = parse_path(&req.path);
     let Route::Resource(path) = route else {
         return discovery_response(shared, req, route);
