@@ -51,8 +51,9 @@
 //!   `get -w`, `label`, `annotate`, `patch`, `delete`, `create -f`, `create
 //!   --raw`, and the typed commands that send protobuf (`kubectl create
 //!   namespace|configmap|secret|deployment|service|serviceaccount`, `kubectl
-//!   run`) work. Protobuf bodies are read for the built-in kinds ([`protobuf`]);
-//!   answers are always JSON (an `Accept` without JSON gets 406).
+//!   run`) work. Protobuf bodies are read for the built-in kinds ([`protobuf`]),
+//!   and a client whose `Accept` names only protobuf gets protobuf answers
+//!   for them (406 for other kinds and for watches).
 //! * `/openapi/v3` holds only what kubectl needs to hand validation to the
 //!   server (see `server/openapi.rs`); `/openapi/v2` is 404.
 //! * Dependents named by `ownerReferences` are deleted with their owner
@@ -66,7 +67,7 @@
 //!   resource version"; a watcher that falls `watch_buffer` events behind is
 //!   closed (its client resumes).
 //! * Not implemented: authentication/authorization, admission, protobuf
-//!   answers and protobuf for kinds other than the built-in ones,
+//!   watch streams and protobuf for CRDs and custom resources,
 //!   the aggregated discovery format (kubectl falls back to the legacy
 //!   documents), graceful pod deletion (pods go at once), schema validation
 //!   of custom resources, `resourceVersionMatch` (lists are always current).

@@ -11,5 +11,6 @@ mod api {
     mod kubectl_print;
     mod leader;
     mod persist;
+    mod protobuf;
     mod watch;
 }

@@ -146,3 +146,159 @@ impl ToJson for FieldsV1 {
         raw_json(self.raw.as_deref())
     }
 }
+
+/// The other way: the JSON the store keeps as a k8s-pb message, for
+/// clients that ask for protobuf answers. Absent (or mistyped) fields are
+/// left unset.
+pub trait FromJson: Sized {
+    /// The message for a JSON value.
+    fn from_json(v: &Value) -> Self;
+}
+
+impl FromJson for String {
+    fn from_json(v: &Value) -> Self {
+        v.as_str().unwrap_or_default().to_string()
+    }
+}
+
+impl FromJson for bool {
+    fn from_json(v: &Value) -> Self {
+        v.as_bool().unwrap_or_default()
+    }
+}
+
+impl FromJson for i64 {
+    fn from_json(v: &Value) -> Self {
+        v.as_i64().unwrap_or_default()
+    }
+}
+
+impl FromJson for i32 {
+    fn from_json(v: &Value) -> Self {
+        v.as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .unwrap_or_default()
+    }
+}
+
+impl FromJson for f64 {
+    fn from_json(v: &Value) -> Self {
+        v.as_f64().unwrap_or_default()
+    }
+}
+
+impl<T: FromJson> FromJson for Option<T> {
+    fn from_json(v: &Value) -> Self {
+        (!v.is_null()).then(|| T::from_json(v))
+    }
+}
+
+impl<T: FromJson> FromJson for Box<T> {
+    fn from_json(v: &Value) -> Self {
+        Box::new(T::from_json(v))
+    }
+}
+
+impl<T: FromJson> FromJson for Vec<T> {
+    fn from_json(v: &Value) -> Self {
+        v.as_array()
+            .map(|a| a.iter().map(T::from_json).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl<T: FromJson> FromJson for BTreeMap<String, T> {
+    fn from_json(v: &Value) -> Self {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), T::from_json(v)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn unbase64(v: &Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(v.as_str()?)
+        .ok()
+}
+
+/// `map<string, bytes>`.
+pub fn bytes_map_from(v: &Value) -> BTreeMap<String, Vec<u8>> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), unbase64(v)?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn seconds_nanos(v: &Value) -> (Option<i64>, Option<i32>) {
+    match v.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok()) {
+        Some(t) => (Some(t.as_second()), Some(t.subsec_nanosecond())),
+        None => (None, None),
+    }
+}
+
+impl FromJson for Time {
+    fn from_json(v: &Value) -> Self {
+        let (seconds, nanos) = seconds_nanos(v);
+        Time { seconds, nanos }
+    }
+}
+
+impl FromJson for MicroTime {
+    fn from_json(v: &Value) -> Self {
+        let (seconds, nanos) = seconds_nanos(v);
+        MicroTime { seconds, nanos }
+    }
+}
+
+impl FromJson for Quantity {
+    fn from_json(v: &Value) -> Self {
+        let string = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        Quantity {
+            string: Some(string),
+        }
+    }
+}
+
+impl FromJson for IntOrString {
+    fn from_json(v: &Value) -> Self {
+        match v.as_str() {
+            Some(s) => IntOrString {
+                r#type: Some(1),
+                int_val: None,
+                str_val: Some(s.to_string()),
+            },
+            None => IntOrString {
+                r#type: Some(0),
+                int_val: Some(i32::from_json(v)),
+                str_val: None,
+            },
+        }
+    }
+}
+
+impl FromJson for RawExtension {
+    fn from_json(v: &Value) -> Self {
+        RawExtension {
+            raw: serde_json::to_vec(v).ok(),
+        }
+    }
+}
+
+impl FromJson for FieldsV1 {
+    fn from_json(v: &Value) -> Self {
+        FieldsV1 {
+            raw: serde_json::to_vec(v).ok(),
+        }
+    }
+}

@@ -1,7 +1,6 @@
 //! Protobuf bodies built with k8s-pb, as client-go would send them.
 
 use super::*;
-use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
 use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
 
 fn envelope<M: Message>(api_version: &str, kind: &str, object: &M) -> Vec<u8> {
@@ -133,4 +132,48 @@ fn bad_bodies_are_typed_errors_naming_the_problem() {
     let err = to_json(&role).unwrap_err();
     assert_eq!(err.reason, Reason::UnsupportedMediaType);
     assert!(err.message.contains("Role"), "{err}");
+}
+
+#[test]
+fn stored_json_round_trips_through_protobuf() {
+    let stored = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "demo", "uid": "1234",
+                     "resourceVersion": "42", "generation": 3,
+                     "creationTimestamp": "2026-01-02T03:04:05Z",
+                     "labels": {"app": "web"},
+                     "managedFields": [{"manager": "kubectl", "operation": "Apply",
+                                        "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+                                        "fieldsV1": {"f:spec": {"f:replicas": {}}},
+                                        "time": "2026-01-02T03:04:05Z"}]},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "strategy": {"type": "RollingUpdate",
+                              "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "nginx",
+                                  "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}},
+                                  "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}]}],
+                                  "volumes": [{"name": "cfg", "configMap": {"name": "settings"}}],
+                                  "podIP": null}}},
+        "status": {"readyReplicas": 2}
+    });
+    let body = from_json(&stored).unwrap();
+    assert!(body.starts_with(MAGIC));
+    let mut expected = stored.clone();
+    // Nulls are absence in both encodings.
+    expected["spec"]["template"]["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("podIP");
+    assert_eq!(to_json(&body).unwrap(), expected);
+}
+
+#[test]
+fn only_protobuf_accept_headers_want_protobuf() {
+    assert!(wants_only_protobuf("application/vnd.kubernetes.protobuf"));
+    assert!(!wants_only_protobuf(
+        "application/vnd.kubernetes.protobuf, application/json"
+    ));
+    assert!(!wants_only_protobuf("*/*"));
+    assert!(!wants_only_protobuf(""));
 }

@@ -1,7 +1,8 @@
 //! Request dispatch: route, resolve the resource type, call the store.
 
 use super::response::{
-    error_response, json_response, text_response, watch_error_response, watch_response, Body,
+    error_response, json_response, protobuf_response, text_response, watch_error_response,
+    watch_response, Body,
 };
 use super::route::{parse_path, parse_query, ResourcePath, Route};
 use super::Shared;
@@ -131,7 +132,7 @@ pub async fn handle(shared: &Shared, req: ApiRequest) -> Response<Body> {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Err(err) => return error_response(&err),
+            Err(err) => return error_answer(&req, &err),
         }
     }
 }
@@ -146,8 +147,34 @@ fn accepts_json(accept: &str) -> bool {
         })
 }
 
+/// The answer in JSON, or in protobuf for a client that takes only that.
+fn answer(req: &ApiRequest, code: u16, value: &Value) -> Result<Response<Body>, ApiError> {
+    if !protobuf::wants_only_protobuf(&req.accept) {
+        return Ok(json_response(code, value));
+    }
+    let body = protobuf::from_json(value).map_err(|e| {
+        ApiError::new(
+            Reason::NotAcceptable,
+            format!(
+                "only the following media types are accepted: application/json ({})",
+                e.message
+            ),
+        )
+    })?;
+    Ok(protobuf_response(code, body))
+}
+
+fn error_answer(req: &ApiRequest, err: &ApiError) -> Response<Body> {
+    if protobuf::wants_only_protobuf(&req.accept) {
+        if let Ok(body) = protobuf::from_json(&err.to_status()) {
+            return protobuf_response(err.code(), body);
+        }
+    }
+    error_response(err)
+}
+
 fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError> {
-    if !accepts_json(&req.accept) {
+    if !accepts_json(&req.accept) && !protobuf::wants_only_protobuf(&req.accept) {
         return Err(ApiError::new(
             Reason::NotAcceptable,
             format!(
@@ -223,7 +250,7 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
             ))
         }
     };
-    Ok(json_response(code, &value))
+    answer(req, code, &value)
 }
 
 /// Watch responses are streams: the store queues events on a channel that
@@ -234,6 +261,12 @@ fn start_watch(
     rt: ResourceType,
     ns: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
+    if protobuf::wants_only_protobuf(&req.accept) {
+        return Err(ApiError::new(
+            Reason::NotAcceptable,
+            "watches are served as application/json only",
+        ));
+    }
     let events = state.watch(watch_options(req, &rt, ns)?)?;
     let timeout = req
         .param("timeoutSeconds")

@@ -27,6 +27,15 @@ pub fn json_response(code: u16, value: &Value) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
 }
 
+/// A protobuf body (`k8s\0` envelope already applied).
+pub fn protobuf_response(code: u16, body: Vec<u8>) -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, crate::protobuf::MEDIA_TYPE)
+        .body(Full::new(Bytes::from(body)).boxed())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+}
+
 /// A Kubernetes `Status` error.
 pub fn error_response(err: &ApiError) -> Response<Body> {
     tracing::debug!(reason = err.reason.as_str(), message = %err.message, "request failed");
