@@ -90,6 +90,12 @@ impl EmbeddedApiServer {
                 state
                     .attach_journal(path, config.fsync)
                     .map_err(load_error)?;
+                if !path.exists() {
+                    // The default namespaces were made before the journal
+                    // was attached: write them down, or a crash before the
+                    // first checkpoint would make them anew with new uids.
+                    state.checkpoint(path).map_err(load_error)?;
+                }
                 state
             }
             None => State::new(config.history_limit),

@@ -4,7 +4,7 @@
 use super::common::{server, within};
 use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 use std::path::Path;
@@ -53,6 +53,8 @@ async fn a_crash_loses_no_acknowledged_write_and_reuses_no_resource_version() {
         .unwrap();
     cms.delete("gone", &Default::default()).await.unwrap();
     let last_seen = server.resource_version();
+    let namespaces: Api<Namespace> = Api::all(server.kube_client().unwrap());
+    let default_uid = namespaces.get("default").await.unwrap().metadata.uid;
     drop(server); // a crash: no shutdown, no checkpoint
 
     let server = start(&state).await;
