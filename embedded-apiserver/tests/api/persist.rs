@@ -69,6 +69,12 @@ async fn a_crash_loses_no_acknowledged_write_and_reuses_no_resource_version() {
         cms.get_opt("gone").await.unwrap().is_none(),
         "and the delete"
     );
+    let namespaces: Api<Namespace> = Api::all(server.kube_client().unwrap());
+    assert_eq!(
+        namespaces.get("default").await.unwrap().metadata.uid,
+        default_uid,
+        "the built-in namespaces are the same objects"
+    );
     let next = cms
         .create(&PostParams::default(), &cm("b", "1"))
         .await
