@@ -187,7 +187,9 @@ async fn bookmark_loop(shared: Arc<Shared>, every: Duration) {
 }
 
 async fn flush_loop(shared: Arc<Shared>, path: PathBuf, every: Duration) {
-    let mut ticker = tokio::time::interval(every);
+    // The first checkpoint comes one period after the start (the state
+    // file was just written or loaded).
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         ticker.tick().await;
         flush(&shared, &path);
