@@ -33,6 +33,11 @@ pub enum Reason {
     MethodNotAllowed,
     /// 415: unknown patch content type.
     UnsupportedMediaType,
+    /// 406: the client accepts no media type this server can produce.
+    NotAcceptable,
+    /// 504: the request could not be served in time (a watch from a
+    /// resourceVersion the store has not reached).
+    Timeout,
 }
 
 impl Reason {
@@ -47,6 +52,8 @@ impl Reason {
             Reason::Expired => "Expired",
             Reason::MethodNotAllowed => "MethodNotAllowed",
             Reason::UnsupportedMediaType => "UnsupportedMediaType",
+            Reason::NotAcceptable => "NotAcceptable",
+            Reason::Timeout => "Timeout",
         }
     }
 
@@ -60,6 +67,8 @@ impl Reason {
             Reason::Expired => 410,
             Reason::MethodNotAllowed => 405,
             Reason::UnsupportedMediaType => 415,
+            Reason::NotAcceptable => 406,
+            Reason::Timeout => 504,
         }
     }
 }
@@ -126,6 +135,23 @@ impl ApiError {
                 "name": name,
                 "kind": kind,
                 "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}],
+            })),
+        }
+    }
+
+    /// kube-apiserver's `NewTooLargeResourceVersionError`: 504 Timeout with a
+    /// `ResourceVersionTooLarge` cause, which client-go's reflector answers
+    /// by listing again after `retryAfterSeconds`.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        ApiError {
+            reason: Reason::Timeout,
+            message: format!(
+                "Timeout: Too large resource version: {requested}, current: {current}"
+            ),
+            details: Some(json!({
+                "causes": [{"reason": "ResourceVersionTooLarge",
+                            "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
             })),
         }
     }
@@ -222,6 +248,7 @@ pub enum ClientError {
         source: http::uri::InvalidUri,
     },
     /// kube-rs rejected the generated client configuration.
+    #[cfg(feature = "kube-client")]
     #[error("failed to build a kube client for {url}")]
     Client {
         /// The server URL.

@@ -24,6 +24,9 @@
 //!
 //! # Example
 //!
+//! [`Handle::kube_client`] needs the cargo feature `kube-client` (off by
+//! default: the server itself does not use kube-rs).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use embedded_apiserver::{Config, EmbeddedApiServer};
@@ -43,27 +46,40 @@
 //!
 //! # Fidelity notes
 //!
-//! * kubectl: `apply` (client- and server-side), `get` (tables are printed
-//!   client-side), `get -w`, `label`, `annotate`, `patch`, `delete`, `create
-//!   -f`, `create --raw` work. Commands that build objects from typed Go
-//!   clients (`kubectl create configmap|namespace|...`, `kubectl run`) send
-//!   protobuf bodies, which this server answers with 415; use `apply -f`.
+//! * kubectl: `apply` (client- and server-side), `get` (with the server's
+//!   Table columns, `-o wide` included, and CRDs' `additionalPrinterColumns`),
+//!   `get -w`, `label`, `annotate`, `patch`, `delete`, `create -f`, `create
+//!   --raw`, and the typed commands that send protobuf (`kubectl create
+//!   namespace|configmap|secret|deployment|service|serviceaccount`, `kubectl
+//!   run`) work. Protobuf bodies are read for the built-in kinds ([`protobuf`]),
+//!   and a client whose `Accept` names only protobuf gets protobuf answers
+//!   for them (406 for other kinds and for watches).
 //! * `/openapi/v3` holds only what kubectl needs to hand validation to the
 //!   server (see `server/openapi.rs`); `/openapi/v2` is 404.
 //! * Dependents named by `ownerReferences` are deleted with their owner
 //!   (synchronously, right after the owner) unless `propagationPolicy` is
 //!   `Orphan`. Namespaces and CRDs take their objects with them.
-//! * Not implemented: authentication/authorization, admission, protobuf,
+//! * Persistence: a journal records every write before it is answered and a
+//!   snapshot is written every `flush_interval`; a crash loses no
+//!   acknowledged write and reuses no resourceVersion.
+//! * Watches behave like kube-apiserver's watch cache: a resourceVersion
+//!   ahead of the store waits up to 3 s, then ends with 504 "Too large
+//!   resource version"; a watcher that falls `watch_buffer` events behind is
+//!   closed (its client resumes).
+//! * Not implemented: authentication/authorization, admission, protobuf
+//!   watch streams and protobuf for CRDs and custom resources,
 //!   the aggregated discovery format (kubectl falls back to the legacy
 //!   documents), graceful pod deletion (pods go at once), schema validation
 //!   of custom resources, `resourceVersionMatch` (lists are always current).
 
 pub mod error;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod selector;
 mod server;
 pub mod store;
+pub mod table;
 pub mod validate;
 
 pub use error::{ApiError, ClientError, Reason, StartError};

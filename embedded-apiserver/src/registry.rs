@@ -31,6 +31,8 @@ pub struct ResourceType {
     /// Defined by a CRD (as opposed to built in); CRDs get JSON merge
     /// semantics for strategic merge patches and atomic lists in apply.
     pub custom: bool,
+    /// A CRD version's `additionalPrinterColumns` (empty for built-ins).
+    pub printer_columns: Vec<crate::table::PrinterColumn>,
 }
 
 impl ResourceType {
@@ -53,6 +55,7 @@ impl ResourceType {
             has_status,
             short_names: short.iter().map(|s| s.to_string()).collect(),
             custom: false,
+            printer_columns: Vec::new(),
         }
     }
 
@@ -105,6 +108,7 @@ impl ResourceType {
                 has_status: v["subresources"]["status"].is_object(),
                 short_names: short_names.clone(),
                 custom: true,
+                printer_columns: crate::table::PrinterColumn::from_crd_version(v),
             })
             .collect()
     }
@@ -145,6 +149,7 @@ const BUILTIN: &[BuiltinRow] = &[
     ("v1", "serviceaccounts", "ServiceAccount", NS, NO_STATUS, &["sa"]),
     ("v1", "events", "Event", NS, NO_STATUS, &["ev"]),
     ("apps/v1", "deployments", "Deployment", NS, STATUS, &["deploy"]),
+    ("apps/v1", "replicasets", "ReplicaSet", NS, STATUS, &["rs"]),
     ("apps/v1", "daemonsets", "DaemonSet", NS, STATUS, &["ds"]),
     ("apps/v1", "statefulsets", "StatefulSet", NS, STATUS, &["sts"]),
     ("discovery.k8s.io/v1", "endpointslices", "EndpointSlice", NS, NO_STATUS, &[]),

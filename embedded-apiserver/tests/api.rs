@@ -6,7 +6,11 @@ mod api {
     pub mod common;
     mod controller;
     mod crud;
-    mod kubectl;
+    pub mod kubectl;
+    mod kubectl_create;
+    mod kubectl_print;
     mod leader;
+    mod persist;
+    mod protobuf;
     mod watch;
 }

@@ -1,18 +1,23 @@
 //! Request dispatch: route, resolve the resource type, call the store.
 
-use super::response::{error_response, json_response, text_response, watch_response, Body};
+use super::response::{
+    error_response, json_response, protobuf_response, text_response, watch_error_response,
+    watch_response, Body,
+};
 use super::route::{parse_path, parse_query, ResourcePath, Route};
 use super::Shared;
 use super::{discovery, openapi};
 use crate::error::{ApiError, Reason};
 use crate::patch::PatchType;
+use crate::protobuf;
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::watch::WatchFilter;
 use crate::store::{DeleteOptions, ListOptions, Part, State, WatchOptions, WriteOptions};
+use crate::table::{self, IncludeObject};
 use bytes::Bytes;
 use http::{header, Method, Request, Response};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -27,6 +32,8 @@ pub struct ApiRequest {
     pub query: HashMap<String, String>,
     /// `Content-Type`.
     pub content_type: String,
+    /// `Accept`, for Tables.
+    pub accept: String,
     /// `User-Agent`, for the default field manager.
     pub user_agent: String,
     /// The body.
@@ -48,6 +55,7 @@ impl ApiRequest {
             path: req.uri().path().to_string(),
             query: parse_query(req.uri().query()),
             content_type: header(header::CONTENT_TYPE),
+            accept: header(header::ACCEPT),
             user_agent: header(header::USER_AGENT),
             body,
         }
@@ -65,14 +73,26 @@ impl ApiRequest {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
+        if self.content_type.starts_with(protobuf::MEDIA_TYPE) {
+            return protobuf::to_json(&self.body);
+        }
         if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
             return Err(ApiError::new(
                 Reason::UnsupportedMediaType,
-                format!("the body of the request was in an unsupported format {:?}: this server only speaks JSON", self.content_type),
+                format!("the body of the request was in an unsupported format {:?}: this server speaks JSON, and protobuf for the built-in kinds", self.content_type),
             ));
         }
         serde_json::from_slice(&self.body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+    }
+
+    fn include_object(&self) -> IncludeObject {
+        IncludeObject::from_param(self.param("includeObject"))
+    }
+
+    /// How a watch's events are to be encoded.
+    fn watch_format(&self) -> Option<IncludeObject> {
+        table::wants_table(&self.accept).then(|| self.include_object())
     }
 
     fn write_options(&self) -> WriteOptions {
@@ -93,15 +113,76 @@ impl ApiRequest {
     }
 }
 
+/// How long a watch from a resourceVersion the store has not reached waits
+/// for it before failing, as kube-apiserver's watch cache waits
+/// (`blockTimeout`, 3 s) before answering "Too large resource version".
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
 /// Answers one request.
-pub fn handle(shared: &Shared, req: ApiRequest) -> Response<Body> {
-    match respond(shared, &req) {
-        Ok(resp) => resp,
-        Err(err) => error_response(&err),
+pub async fn handle(shared: &Shared, req: ApiRequest) -> Response<Body> {
+    let deadline = tokio::time::Instant::now() + FRESHNESS_WAIT;
+    loop {
+        match respond(shared, &req) {
+            Ok(resp) => return resp,
+            Err(err) if err.reason == Reason::Timeout && req.flag("watch") => {
+                if tokio::time::Instant::now() >= deadline {
+                    // Once the request is accepted, watch failures travel as
+                    // an ERROR event, not as the HTTP status.
+                    return watch_error_response(err);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(err) => return error_answer(&req, &err),
+        }
     }
 }
 
+/// Whether the client can read a JSON answer: kube-apiserver answers 406
+/// to an `Accept` it cannot serve, and this server writes only JSON.
+fn accepts_json(accept: &str) -> bool {
+    accept.is_empty()
+        || accept.split(',').any(|media| {
+            let media = media.split(';').next().unwrap_or_default().trim();
+            matches!(media, "application/json" | "application/*" | "*/*" | "")
+        })
+}
+
+/// The answer in JSON, or in protobuf for a client that takes only that.
+fn answer(req: &ApiRequest, code: u16, value: &Value) -> Result<Response<Body>, ApiError> {
+    if !protobuf::wants_only_protobuf(&req.accept) {
+        return Ok(json_response(code, value));
+    }
+    let body = protobuf::from_json(value).map_err(|e| {
+        ApiError::new(
+            Reason::NotAcceptable,
+            format!(
+                "only the following media types are accepted: application/json ({})",
+                e.message
+            ),
+        )
+    })?;
+    Ok(protobuf_response(code, body))
+}
+
+fn error_answer(req: &ApiRequest, err: &ApiError) -> Response<Body> {
+    if protobuf::wants_only_protobuf(&req.accept) {
+        if let Ok(body) = protobuf::from_json(&err.to_status()) {
+            return protobuf_response(err.code(), body);
+        }
+    }
+    error_response(err)
+}
+
 fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError> {
+    if !accepts_json(&req.accept) && !protobuf::wants_only_protobuf(&req.accept) {
+        return Err(ApiError::new(
+            Reason::NotAcceptable,
+            format!(
+                "only the following media types are accepted: application/json (asked for {:?})",
+                req.accept
+            ),
+        ));
+    }
     let route = parse_path(&req.path);
     let Route::Resource(path) = route else {
         return discovery_response(shared, req, route);
@@ -115,9 +196,28 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
         Some(_) => return Err(not_served(&req.path)),
     };
     let name = path.name.as_deref();
+    let as_table = table::wants_table(&req.accept) && part == Part::Main;
     let (code, value) = match (&req.method, name) {
+        (&Method::GET, Some(name)) if as_table => {
+            let object = state.get(&rt, ns, name)?;
+            let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+            (
+                200,
+                table::table(&rt, &[object], metadata, req.include_object(), true),
+            )
+        }
         (&Method::GET, Some(name)) => (200, state.get(&rt, ns, name)?),
         (&Method::GET, None) if req.flag("watch") => return start_watch(&mut state, req, rt, ns),
+        (&Method::GET, None) if as_table => {
+            let mut list = state.list(&rt, ns, &list_options(req, &rt)?)?;
+            let items = list["items"].take();
+            let items = items.as_array().map(Vec::as_slice).unwrap_or_default();
+            let metadata = list["metadata"].take();
+            (
+                200,
+                table::table(&rt, items, metadata, req.include_object(), true),
+            )
+        }
         (&Method::GET, None) => (200, state.list(&rt, ns, &list_options(req, &rt)?)?),
         (&Method::POST, None) if part == Part::Main => {
             require_namespace(&rt, ns, &req.path)?;
@@ -150,7 +250,7 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
             ))
         }
     };
-    Ok(json_response(code, &value))
+    answer(req, code, &value)
 }
 
 /// Watch responses are streams: the store queues events on a channel that
@@ -161,12 +261,23 @@ fn start_watch(
     rt: ResourceType,
     ns: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
-    let rx = state.watch(watch_options(req, &rt, ns)?)?;
+    if protobuf::wants_only_protobuf(&req.accept) {
+        return Err(ApiError::new(
+            Reason::NotAcceptable,
+            "watches are served as application/json only",
+        ));
+    }
+    let events = state.watch(watch_options(req, &rt, ns)?)?;
     let timeout = req
         .param("timeoutSeconds")
         .and_then(|t| t.parse().ok())
         .unwrap_or(1800);
-    Ok(watch_response(rt, rx, Duration::from_secs(timeout)))
+    Ok(watch_response(
+        rt,
+        events,
+        Duration::from_secs(timeout),
+        req.watch_format(),
+    ))
 }
 
 /// DELETE on a collection: deletes what the selectors match, answers the

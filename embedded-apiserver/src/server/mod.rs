@@ -26,15 +26,25 @@ use tokio::task::JoinHandle;
 pub struct Config {
     /// Address to listen on; port 0 picks a free port.
     pub listen: SocketAddr,
-    /// State file: loaded at start if it exists, rewritten after changes.
+    /// State file: loaded at start if it exists (with its journal,
+    /// `STATE.journal`, which records every write before it is answered),
+    /// rewritten every `flush_interval` after changes.
     pub state_file: Option<PathBuf>,
+    /// fsync the journal after every write (so a machine crash loses no
+    /// acknowledged write, like etcd); off, a killed process still loses
+    /// nothing.
+    pub fsync: bool,
     /// How many changes to keep for watches resuming from an older
     /// resourceVersion (older ones get 410 Gone).
     pub history_limit: usize,
     /// How often watchers that allow bookmarks get a BOOKMARK.
     pub bookmark_interval: Duration,
-    /// How often a dirty store is written to the state file.
+    /// How often a dirty store is checkpointed to the state file (the
+    /// journal is emptied then).
     pub flush_interval: Duration,
+    /// How many live events a watcher may have pending before the server
+    /// closes it as too slow (its client then resumes or relists).
+    pub watch_buffer: usize,
     /// Record `operation: Update` managedFields for ordinary writes (on by
     /// default; see [`State::set_track_update_managers`]).
     pub track_update_managers: bool,
@@ -45,9 +55,11 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             state_file: None,
+            fsync: true,
             history_limit: DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(5),
             flush_interval: Duration::from_secs(1),
+            watch_buffer: crate::store::watch::DEFAULT_WATCH_BUFFER,
             track_update_managers: true,
         }
     }
@@ -69,15 +81,27 @@ impl EmbeddedApiServer {
     /// tokio runtime.
     pub async fn start(config: Config) -> Result<Handle, StartError> {
         let mut state = match &config.state_file {
-            Some(path) if path.exists() => {
-                State::load(path, config.history_limit).map_err(|source| StartError::LoadState {
+            Some(path) => {
+                let load_error = |source| StartError::LoadState {
                     path: path.clone(),
                     source,
-                })?
+                };
+                let mut state = State::load(path, config.history_limit).map_err(load_error)?;
+                state
+                    .attach_journal(path, config.fsync)
+                    .map_err(load_error)?;
+                if !path.exists() {
+                    // The default namespaces were made before the journal
+                    // was attached: write them down, or a crash before the
+                    // first checkpoint would make them anew with new uids.
+                    state.checkpoint(path).map_err(load_error)?;
+                }
+                state
             }
-            _ => State::new(config.history_limit),
+            None => State::new(config.history_limit),
         };
         state.set_track_update_managers(config.track_update_managers);
+        state.set_watch_buffer(config.watch_buffer);
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -137,7 +161,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                     let req = http::Request::from_parts(parts, ());
                     let api_req = handlers::ApiRequest::from_parts(&req, bytes);
                     tracing::debug!(method = %api_req.method, path = %api_req.path, "request");
-                    Ok::<_, std::convert::Infallible>(handlers::handle(&shared, api_req))
+                    Ok::<_, std::convert::Infallible>(handlers::handle(&shared, api_req).await)
                 }
             });
             if let Err(e) = http1::Builder::new()
@@ -163,7 +187,9 @@ async fn bookmark_loop(shared: Arc<Shared>, every: Duration) {
 }
 
 async fn flush_loop(shared: Arc<Shared>, path: PathBuf, every: Duration) {
-    let mut ticker = tokio::time::interval(every);
+    // The first checkpoint comes one period after the start (the state
+    // file was just written or loaded).
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         ticker.tick().await;
         flush(&shared, &path);
@@ -171,19 +197,13 @@ async fn flush_loop(shared: Arc<Shared>, path: PathBuf, every: Duration) {
 }
 
 fn flush(shared: &Shared, path: &Path) {
-    let snapshot = {
-        let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
-        if !state.take_dirty() {
-            return;
-        }
-        state.snapshot()
-    };
-    let tmp = path.with_extension("tmp");
-    let result = serde_json::to_vec(&snapshot)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| std::fs::write(&tmp, bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
+    let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+    if !state.take_dirty() {
+        return;
+    }
+    // Under the lock: a change committed between the snapshot and emptying
+    // the journal would otherwise be in neither.
+    if let Err(e) = state.checkpoint(path) {
         tracing::warn!(path = %path.display(), error = %e, "failed to save API server state");
     }
 }
@@ -208,7 +228,9 @@ impl Handle {
         format!("http://{}", self.shared.addr)
     }
 
-    /// A kube-rs client talking to this server, default namespace `default`.
+    /// A kube-rs client talking to this server, default namespace `default`
+    /// (cargo feature `kube-client`).
+    #[cfg(feature = "kube-client")]
     pub fn kube_client(&self) -> Result<kube::Client, ClientError> {
         let url = self.url();
         let uri: http::Uri = url.parse().map_err(|source| ClientError::InvalidUrl {
@@ -271,13 +293,9 @@ impl Handle {
     pub async fn shutdown(mut self) {
         self.stop();
         if let Some(path) = self.state_file.clone() {
-            self.shared
-                .state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take_dirty();
-            let state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
-            if let Err(e) = state.save(&path) {
+            let mut state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            state.take_dirty();
+            if let Err(e) = state.checkpoint(&path) {
                 tracing::warn!(path = %path.display(), error = %e, "failed to save API server state");
             }
         }

@@ -3,7 +3,8 @@
 
 use crate::error::ApiError;
 use crate::registry::ResourceType;
-use crate::store::watch::WatchMsg;
+use crate::store::watch::{WatchMsg, WatchStream};
+use crate::table::IncludeObject;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{header, Response, StatusCode};
@@ -12,7 +13,6 @@ use hyper::body::Frame;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// The body type of every response.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -24,6 +24,15 @@ pub fn json_response(code: u16, value: &Value) -> Response<Body> {
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header(header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(bytes)).boxed())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+/// A protobuf body (`k8s\0` envelope already applied).
+pub fn protobuf_response(code: u16, body: Vec<u8>) -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, crate::protobuf::MEDIA_TYPE)
+        .body(Full::new(Bytes::from(body)).boxed())
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
 }
 
@@ -42,12 +51,23 @@ pub fn text_response(code: u16, text: &'static str) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
 }
 
-/// Encodes one watch message as a line of the watch stream.
-pub fn watch_line(rt: &ResourceType, msg: &WatchMsg) -> Bytes {
+/// Encodes one watch message as a line of the watch stream; with `table`,
+/// objects travel as one-row Tables (column definitions in the first only,
+/// as kube-apiserver sends them).
+pub fn watch_line(
+    rt: &ResourceType,
+    msg: &WatchMsg,
+    table: Option<IncludeObject>,
+    first: bool,
+) -> Bytes {
     let doc = match msg {
         WatchMsg::Event(kind, object) => {
             let mut object = object.as_ref().clone();
             object["apiVersion"] = json!(rt.api_version());
+            if let Some(include) = table {
+                let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+                object = crate::table::table(rt, &[object], metadata, include, first);
+            }
             json!({"type": kind.as_str(), "object": object})
         }
         WatchMsg::Bookmark {
@@ -61,34 +81,51 @@ pub fn watch_line(rt: &ResourceType, msg: &WatchMsg) -> Bytes {
             json!({"type": "BOOKMARK", "object": {
                 "kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}})
         }
-        WatchMsg::Expired(message) => {
-            let mut err = ApiError::new(crate::error::Reason::Expired, message.clone());
-            err.details = None;
-            json!({"type": "ERROR", "object": err.to_status()})
-        }
+        WatchMsg::Error(err) => json!({"type": "ERROR", "object": err.to_status()}),
     };
     let mut bytes = serde_json::to_vec(&doc).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
 }
 
+/// A watch that ends with one `ERROR` event (HTTP 200, as kube-apiserver
+/// answers a watch it accepted but cannot serve).
+pub fn watch_error_response(err: ApiError) -> Response<Body> {
+    let doc = json!({"type": "ERROR", "object": err.to_status()});
+    let mut bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    bytes.push(b'\n');
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(bytes)).boxed())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+}
+
 /// The streaming response of a watch: runs until the store drops the
 /// watcher, the client goes away, or `timeout` passes.
 pub fn watch_response(
     rt: ResourceType,
-    rx: mpsc::UnboundedReceiver<WatchMsg>,
+    events: WatchStream,
     timeout: Duration,
+    table: Option<IncludeObject>,
 ) -> Response<Body> {
     let deadline = tokio::time::Instant::now() + timeout;
-    let stream = futures::stream::unfold((rx, false), move |(mut rx, done)| async move {
+    let mut first = true;
+    let stream = futures::stream::unfold((events, false), move |(mut events, done)| async move {
         if done {
             return None;
         }
-        let msg = tokio::time::timeout_at(deadline, rx.recv()).await.ok()??;
-        let last = matches!(msg, WatchMsg::Expired(_));
-        Some((msg, (rx, last)))
+        let msg = tokio::time::timeout_at(deadline, events.next())
+            .await
+            .ok()??;
+        let last = matches!(msg, WatchMsg::Error(_));
+        Some((msg, (events, last)))
     })
-    .map(move |msg| Ok::<_, Infallible>(Frame::data(watch_line(&rt, &msg))));
+    .map(move |msg| {
+        let line = watch_line(&rt, &msg, table, first);
+        first &= !matches!(msg, WatchMsg::Event(..));
+        Ok::<_, Infallible>(Frame::data(line))
+    });
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")

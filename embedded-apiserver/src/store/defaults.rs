@@ -36,8 +36,11 @@ pub(super) fn prepare_new(rt: &ResourceType, body: &mut Value, name: &str) -> Re
             body["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
             body["status"] = json!({"phase": "Active"});
         }
-        ("", "pods") if body.get("status").is_none_or(Value::is_null) => {
+        ("", "pods") if body["status"]["phase"].is_null() => {
             body["status"] = json!({"phase": "Pending"});
+        }
+        ("", "secrets") if body["type"].as_str().is_none_or(str::is_empty) => {
+            body["type"] = json!("Opaque");
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => prepare_crd(body, name)?,
         _ => {}

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use watch::{Change, EventType, WatchFilter, WatchMsg, Watcher};
+use watch::{Change, EventType, WatchFilter, WatchMsg, WatchStream, Watcher};
 
 /// Where an object lives: group, plural resource, namespace ("" for
 /// cluster-scoped kinds) and name. Objects are stored once per group and
@@ -93,6 +93,10 @@ pub struct State {
     dirty: bool,
     /// Whether ordinary writes get `operation: Update` managedFields entries.
     track_update_managers: bool,
+    /// Capacity of each watcher's live channel.
+    watch_buffer: usize,
+    /// Where committed changes are logged, when the state is persistent.
+    journal: Option<persist::Journal>,
 }
 
 impl State {
@@ -108,6 +112,8 @@ impl State {
             watchers: Vec::new(),
             dirty: false,
             track_update_managers: true,
+            watch_buffer: watch::DEFAULT_WATCH_BUFFER,
+            journal: None,
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -128,6 +134,13 @@ impl State {
     /// writers can switch them off. Server-side apply entries are kept.
     pub fn set_track_update_managers(&mut self, on: bool) {
         self.track_update_managers = on;
+    }
+
+    /// How many live events a watcher may have pending before it is closed
+    /// as too slow (kube-apiserver closes such watchers too; clients resume
+    /// from the last resourceVersion they saw). Applies to new watches.
+    pub fn set_watch_buffer(&mut self, capacity: usize) {
+        self.watch_buffer = capacity.max(1);
     }
 
     /// The current (latest committed) resourceVersion.
@@ -173,6 +186,7 @@ impl State {
             old,
             object: object.clone(),
         });
+        self.journal_change(&change);
         self.watchers.retain(|w| w.offer(&change));
         self.history.push_back(change);
         while self.history.len() > self.history_limit {
@@ -289,32 +303,36 @@ impl State {
         }))
     }
 
-    /// Starts a watch. Initial or historical events are queued on the
-    /// returned channel before any live change can be.
-    pub fn watch(
-        &mut self,
-        opts: WatchOptions,
-    ) -> Result<mpsc::UnboundedReceiver<WatchMsg>, ApiError> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    /// Starts a watch. Initial or historical events are queued in the
+    /// returned stream before any live change can be.
+    ///
+    /// A resourceVersion older than the history gives a stream of one 410
+    /// `ERROR` event; one newer than the store's is 504 "Too large resource
+    /// version" (the caller may wait and retry, as kube-apiserver's watch
+    /// cache waits up to 3 s for its store to catch up).
+    pub fn watch(&mut self, opts: WatchOptions) -> Result<WatchStream, ApiError> {
         let filter = opts.filter;
-        let send = |msg| {
-            // The receiver is still in our hands: sending cannot fail.
-            let _ = tx.send(msg);
-        };
+        let mut initial = VecDeque::new();
         match opts.resource_version {
+            Some(rv) if rv > self.resource_version => {
+                return Err(ApiError::too_large_resource_version(
+                    rv,
+                    self.resource_version,
+                ));
+            }
             Some(rv) if rv > 0 && !opts.send_initial_events => {
                 if rv < self.oldest_watchable {
-                    send(WatchMsg::Expired(format!(
-                        "too old resource version: {rv} ({})",
-                        self.oldest_watchable
+                    return Ok(WatchStream::error(ApiError::new(
+                        Reason::Expired,
+                        format!("too old resource version: {rv} ({})", self.oldest_watchable),
                     )));
-                    return Ok(rx);
                 }
-                for change in self.history.iter().filter(|c| c.rv > rv) {
-                    if let Some(msg) = filter.translate(change) {
-                        send(msg);
-                    }
-                }
+                initial.extend(
+                    self.history
+                        .iter()
+                        .filter(|c| c.rv > rv)
+                        .filter_map(|change| filter.translate(change)),
+                );
             }
             _ => {
                 let ns = filter.namespace.clone();
@@ -325,23 +343,27 @@ impl State {
                     .ok_or_else(|| ApiError::not_found(&filter.group, &filter.resource, ""))?;
                 for (_, object) in self.scan(&rt, ns.as_deref()) {
                     if filter.matches(object) {
-                        send(WatchMsg::Event(EventType::Added, object.clone()));
+                        initial.push_back(WatchMsg::Event(EventType::Added, object.clone()));
                     }
                 }
                 if opts.send_initial_events {
-                    send(WatchMsg::Bookmark {
+                    initial.push_back(WatchMsg::Bookmark {
                         rv: self.resource_version,
                         initial_events_end: true,
                     });
                 }
             }
         }
+        let (tx, rx) = mpsc::channel(self.watch_buffer);
         self.watchers.push(Watcher {
             filter,
             bookmarks: opts.bookmarks,
             tx,
         });
-        Ok(rx)
+        Ok(WatchStream {
+            initial,
+            live: Some(rx),
+        })
     }
 
     /// Sends a BOOKMARK at the current resourceVersion to every watcher that
@@ -350,11 +372,7 @@ impl State {
         let rv = self.resource_version;
         self.watchers.retain(|w| {
             if w.bookmarks {
-                w.tx.send(WatchMsg::Bookmark {
-                    rv,
-                    initial_events_end: false,
-                })
-                .is_ok()
+                w.offer_bookmark(rv)
             } else {
                 !w.tx.is_closed()
             }
@@ -392,3 +410,5 @@ fn parse_continue(token: &str) -> Result<(u64, (String, String)), ApiError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;

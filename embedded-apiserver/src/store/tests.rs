@@ -5,21 +5,21 @@ use super::*;
 use crate::patch::PatchType;
 use crate::store::watch::WatchMsg;
 
-fn rt(state: &State, g: &str, v: &str, plural: &str) -> ResourceType {
+pub(super) fn rt(state: &State, g: &str, v: &str, plural: &str) -> ResourceType {
     state.registry.find(g, v, plural).cloned().unwrap()
 }
 
-fn opts() -> WriteOptions {
+pub(super) fn opts() -> WriteOptions {
     WriteOptions::manager("test")
 }
 
-fn cm(name: &str) -> Value {
+pub(super) fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
 }
 
-fn drain(rx: &mut mpsc::UnboundedReceiver<WatchMsg>) -> Vec<(String, String, String)> {
+pub(super) fn drain(rx: &mut WatchStream) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    while let Ok(msg) = rx.try_recv() {
+    while let Some(msg) = rx.try_next() {
         match msg {
             WatchMsg::Event(t, o) => out.push((
                 t.as_str().to_string(),
@@ -29,7 +29,9 @@ fn drain(rx: &mut mpsc::UnboundedReceiver<WatchMsg>) -> Vec<(String, String, Str
                     .unwrap()
                     .to_string(),
             )),
-            WatchMsg::Expired(_) => out.push(("EXPIRED".into(), String::new(), String::new())),
+            WatchMsg::Error(e) => {
+                out.push((e.reason.as_str().into(), String::new(), String::new()))
+            }
             WatchMsg::Bookmark { rv, .. } => {
                 out.push(("BOOKMARK".into(), String::new(), rv.to_string()))
             }
@@ -38,7 +40,7 @@ fn drain(rx: &mut mpsc::UnboundedReceiver<WatchMsg>) -> Vec<(String, String, Str
     out
 }
 
-fn watch_all(rv: Option<u64>) -> WatchOptions {
+pub(super) fn watch_all(rv: Option<u64>) -> WatchOptions {
     WatchOptions {
         filter: WatchFilter {
             group: String::new(),
@@ -95,7 +97,7 @@ fn compaction_expires_old_versions_but_not_a_fresh_list() {
     let before = state.resource_version();
     state.compact_history();
     let mut rx = state.watch(watch_all(Some(before))).unwrap();
-    assert_eq!(drain(&mut rx)[0].0, "EXPIRED");
+    assert_eq!(drain(&mut rx)[0].0, "Expired");
     let list = state
         .list(&cms, Some("default"), &ListOptions::default())
         .unwrap();
@@ -120,7 +122,7 @@ fn history_limit_trims_and_expires() {
         state.create(&cms, Some("default"), cm(n), &opts()).unwrap();
     }
     let mut rx = state.watch(watch_all(Some(start))).unwrap();
-    assert_eq!(drain(&mut rx)[0].0, "EXPIRED");
+    assert_eq!(drain(&mut rx)[0].0, "Expired");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 /// kubectl on PATH; missing is a failure under CI=true, a notice otherwise.
-fn kubectl_path() -> Option<PathBuf> {
+pub(super) fn kubectl_path() -> Option<PathBuf> {
     let found = std::env::var_os("PATH")
         .map(|p| {
             std::env::split_paths(&p)
@@ -28,14 +28,14 @@ fn kubectl_path() -> Option<PathBuf> {
     found
 }
 
-struct Kubectl {
+pub(super) struct Kubectl {
     bin: PathBuf,
     kubeconfig: PathBuf,
     dir: PathBuf,
 }
 
 impl Kubectl {
-    fn command(&self, args: &[&str]) -> Command {
+    pub(super) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.bin);
         cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
         // Keep kubectl's discovery cache inside the test's temp dir.
@@ -44,35 +44,35 @@ impl Kubectl {
         cmd
     }
 
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(super) async fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = self.command(args).output().await.expect("kubectl runs");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         (out.status.success(), stdout, stderr)
     }
 
-    async fn ok(&self, args: &[&str]) -> String {
+    pub(super) async fn ok(&self, args: &[&str]) -> String {
         let (ok, stdout, stderr) = self.run(args).await;
         assert!(ok, "kubectl {args:?} failed: {stderr}");
         stdout
     }
 
-    async fn fails(&self, args: &[&str]) -> String {
+    pub(super) async fn fails(&self, args: &[&str]) -> String {
         let (ok, stdout, stderr) = self.run(args).await;
         assert!(!ok, "kubectl {args:?} should fail, printed {stdout}");
         stderr
     }
 
     /// `ok` with the arguments split on spaces (none of them contains one).
-    async fn ok_line(&self, line: &str) -> String {
+    pub(super) async fn ok_line(&self, line: &str) -> String {
         self.ok(&line.split(' ').collect::<Vec<_>>()).await
     }
 
-    async fn fails_line(&self, line: &str) -> String {
+    pub(super) async fn fails_line(&self, line: &str) -> String {
         self.fails(&line.split(' ').collect::<Vec<_>>()).await
     }
 
-    fn file(&self, name: &str, content: &str) -> String {
+    pub(super) fn file(&self, name: &str, content: &str) -> String {
         let path = self.dir.join(name);
         std::fs::write(&path, content).unwrap();
         path.display().to_string()
@@ -150,7 +150,7 @@ spec:
   excludeIps: [10.16.0.1]
 "#;
 
-async fn setup(dir: &Path, kubeconfig: PathBuf) -> Option<Kubectl> {
+pub(super) async fn setup(dir: &Path, kubeconfig: PathBuf) -> Option<Kubectl> {
     Some(Kubectl {
         bin: kubectl_path()?,
         kubeconfig,
