@@ -5,4 +5,5 @@
 mod common;
 mod failures;
 mod parallel;
+mod teardown;
 mod wiring;
