@@ -2,9 +2,11 @@
 //!
 //! Properties: no panic; every frame starts with `{`, ends with a closing bracket, is no longer than the bound; the
 //! frames (or the error) do not depend on how the input was split across reads.
-#![no_main]
+//!
+//! One property, two drivers: the cargo-fuzz target `deframer` (`fuzz/fuzz_targets/deframer.rs`
+//! includes this file) and the replay test in `main.rs`, which runs it on every input of the
+//! committed seed corpus and of a local fuzzing corpus.
 
-use libfuzzer_sys::fuzz_target;
 use ovsdb::codec::{Deframer, FrameError};
 use ovsdb::rpc::Message;
 
@@ -34,7 +36,8 @@ fn decode(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, Option<FrameError>) {
     (frames, deframer.finish().err())
 }
 
-fuzz_target!(|data: &[u8]| {
+/// Panics when `data` breaks a property. The first byte chooses where to split the rest.
+pub fn check(data: &[u8]) {
     let Some((&cut_seed, input)) = data.split_first() else {
         return;
     };
@@ -45,4 +48,4 @@ fuzz_target!(|data: &[u8]| {
     // The error kind may only differ in how far the scan got before the bound tripped.
     assert_eq!(whole.0, split.0);
     assert_eq!(whole.1.is_some(), split.1.is_some());
-});
+}
