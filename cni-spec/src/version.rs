@@ -21,6 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One released version of the CNI specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum CniVersion {
     /// 0.1.0: the initial release.
     V0_1_0,
@@ -115,6 +116,7 @@ impl CniVersion {
 
 /// The three wire layouts of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ResultLayout {
     /// 0.1.0 / 0.2.0: `ip4`, `ip6`, `dns`.
     Legacy,

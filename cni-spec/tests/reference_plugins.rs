@@ -1,6 +1,6 @@
 //! Our runtime side driving the real reference plugins (Debian's containernetworking-plugins
 //! in /usr/lib/cni, which support 0.1.0 to 1.0.0) and our skeleton-based `cni-spec-veth`
-//! plugin into real network namespaces. Needs root; fails instead of skipping when CI=true.
+//! plugin into real network namespaces. Needs root; fails instead of skipping under CI (`ovn_harness::in_ci`).
 //!
 //! Every test uses its own namespace, bridge, network name and subnet (tests run in
 //! parallel) and removes them when done, also on failure (guards with `Drop`).
@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 const REFERENCE_DIR: &str = "/usr/lib/cni";
 
-/// Whether the privileged parts are here; panics under CI=true when they are not.
+/// Whether the privileged parts are here; panics under CI when they are not.
 fn privileged() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let root = status
@@ -31,7 +31,7 @@ fn privileged() -> bool {
     }
     let why =
         format!("needs root ({root}), {REFERENCE_DIR}/bridge ({plugins}) and iproute2 ({ip})");
-    if std::env::var("CI").as_deref() == Ok("true") {
+    if ovn_harness::in_ci() {
         panic!("{why}");
     }
     eprintln!("skipping outside CI: {why}");

@@ -165,12 +165,26 @@ pub enum Error {
         /// How many requests were sent.
         attempts: u32,
     },
+    /// CNI DEL went on after a failure and still failed somewhere: every
+    /// failure, in the order the steps ran. What could be removed was.
+    #[error("teardown of {interface} failed: {}", list(errors))]
+    Teardown {
+        /// The host end the teardown was for.
+        interface: String,
+        /// Each failed step's error (at least one).
+        errors: Vec<Error>,
+    },
     /// The thread that worked inside the namespace panicked; it has exited.
     #[error("namespace worker thread for {namespace} panicked")]
     WorkerPanicked {
         /// The namespace path.
         namespace: String,
     },
+}
+
+fn list(errors: &[Error]) -> String {
+    let texts: Vec<String> = errors.iter().map(Error::to_string).collect();
+    texts.join("; ")
 }
 
 impl Error {
@@ -188,17 +202,21 @@ impl Error {
         }
     }
 
-    /// The step that failed, for [`Error::Step`].
+    /// The step that failed, for [`Error::Step`] (the first one for
+    /// [`Error::Teardown`]).
     pub fn failed_step(&self) -> Option<Step> {
         match self {
             Error::Step { step, .. } => Some(*step),
+            Error::Teardown { errors, .. } => errors.first().and_then(Error::failed_step),
             _ => None,
         }
     }
 
-    /// The kernel's errno, when a netlink request or system call was refused.
+    /// The kernel's errno, when a netlink request or system call was refused
+    /// (the first failure's for [`Error::Teardown`]).
     pub fn errno(&self) -> Option<Errno> {
         match self {
+            Error::Teardown { errors, .. } => errors.first().and_then(Error::errno),
             Error::Step {
                 cause: Cause::Kernel { errno },
                 ..

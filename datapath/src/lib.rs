@@ -9,7 +9,8 @@
 //!   sysctls, addresses, routes, TX checksum offload, IPv4 ARP
 //!   announce/probe, IPv6 DAD, and check that the gateway answers.
 //! * [`check`]: read links, addresses and routes back and list what differs.
-//! * [`teardown`]: delete the host end (the pair goes with it).
+//! * [`teardown`]: delete the host end (the pair goes with it); the pod's
+//!   namespace may be empty or gone, and every failure is reported.
 //!
 //! Each has a blocking twin in [`blocking`] for synchronous CNI binaries.
 //!
@@ -85,10 +86,14 @@ pub async fn check(pod: &PodInterface) -> Result<CheckReport, Error> {
 }
 
 /// CNI DEL: remove the pair; succeeds when there is nothing to remove.
+///
+/// Only the host side is touched, so `pod.container.netns` may be empty or
+/// name a namespace that is gone. A failing step does not stop the next
+/// one; [`Error::Teardown`] then lists every failure.
 pub async fn teardown(pod: &PodInterface) -> Result<TeardownReport, Error> {
-    pod.validate()?;
+    pod.validate_for_teardown()?;
     let pod = pod.clone();
-    worker::run(label(&pod), move || teardown::run(pod)).await
+    worker::run(HOST_NAMESPACE.into(), move || teardown::run(pod)).await
 }
 
 /// Delete one host link by name (`ip link del NAME`); `Ok(false)` when it
@@ -120,8 +125,8 @@ pub mod blocking {
 
     /// Blocking [`crate::teardown`].
     pub fn teardown(pod: &PodInterface) -> Result<TeardownReport, Error> {
-        pod.validate()?;
+        pod.validate_for_teardown()?;
         let pod = pod.clone();
-        worker::run_blocking(label(&pod), move || teardown::run(pod))
+        worker::run_blocking(HOST_NAMESPACE.into(), move || teardown::run(pod))
     }
 }

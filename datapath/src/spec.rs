@@ -318,6 +318,14 @@ impl PodInterface {
         Ok(())
     }
 
+    /// Check what CNI DEL needs: the two link names it deletes on the
+    /// host. The namespace path is not looked at: runtimes send DEL with an
+    /// empty `CNI_NETNS` once the sandbox is gone, and DEL must succeed then.
+    pub fn validate_for_teardown(&self) -> Result<(), SpecError> {
+        validate_ifname(&self.host.name)?;
+        validate_ifname(&self.container.temp_name)
+    }
+
     fn validate_routing(&self) -> Result<(), SpecError> {
         let c = &self.container;
         for (family, is_v4) in [(4u8, true), (6u8, false)] {

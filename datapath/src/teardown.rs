@@ -1,7 +1,9 @@
 //! CNI DEL: remove the pair. Deleting either end of a veth pair removes
 //! both, wherever the other end lives, so the host end is enough; the
-//! namespace is not entered (it may already be gone). Nothing to delete is
-//! success: DEL must be idempotent.
+//! namespace is not entered and may be empty or already gone (runtimes send
+//! DEL after the sandbox has died). Nothing to delete is success: DEL must
+//! be idempotent. A failing step does not stop the others: everything that
+//! can be removed is, and every failure is reported together.
 
 use crate::error::Error;
 use crate::nl::Nl;
@@ -20,14 +22,30 @@ pub struct TeardownReport {
 }
 
 pub(crate) async fn run(pod: PodInterface) -> Result<TeardownReport, Error> {
-    let host = Nl::new(
-        worker::connect(HOST_NAMESPACE, &pod.host.name)?,
-        HOST_NAMESPACE,
-    );
-    Ok(TeardownReport {
-        host_end_removed: host.delete(&pod.host.name).await?,
-        stray_peer_removed: host.delete(&pod.container.temp_name).await?,
-    })
+    let teardown_failed = |errors| Error::Teardown {
+        interface: pod.host.name.clone(),
+        errors,
+    };
+    let host = match worker::connect(HOST_NAMESPACE, &pod.host.name) {
+        Ok(handle) => Nl::new(handle, HOST_NAMESPACE),
+        Err(e) => return Err(teardown_failed(vec![e])),
+    };
+    let mut errors = Vec::new();
+    let mut attempt = |result: Result<bool, Error>| {
+        result.unwrap_or_else(|e| {
+            errors.push(e);
+            false
+        })
+    };
+    let report = TeardownReport {
+        host_end_removed: attempt(host.delete(&pod.host.name).await),
+        stray_peer_removed: attempt(host.delete(&pod.container.temp_name).await),
+    };
+    if errors.is_empty() {
+        Ok(report)
+    } else {
+        Err(teardown_failed(errors))
+    }
 }
 
 pub(crate) async fn delete_link(name: String) -> Result<bool, Error> {

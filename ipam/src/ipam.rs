@@ -7,7 +7,7 @@ use hashbrown::HashTable;
 
 use crate::error::{AllocError, SpecError};
 use crate::handle::SubnetHandle;
-use crate::hash::FxBuildHasher;
+use crate::hash::FastBuildHasher;
 use crate::owner::{Allocation, AllocationRequest, ExistingAllocation, Owner};
 use crate::report::{RebuildReport, SubnetUpdate};
 use crate::spec::{parse_pool, PoolSpec, SubnetConfig, SubnetSpec};
@@ -29,7 +29,7 @@ pub struct Ipam {
 /// this table hashes the name's bytes in one inlined pass.
 #[derive(Debug, Default)]
 struct Subnets {
-    hasher: FxBuildHasher,
+    hasher: FastBuildHasher,
     table: HashTable<(Box<str>, Arc<Mutex<Subnet>>)>,
 }
 

@@ -40,6 +40,7 @@ impl fmt::Display for Owner {
 
 /// How the MAC of an allocation is chosen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MacRequest {
     /// Keep the owner's MAC, or generate a random locally administered
     /// unicast MAC unique in the subnet.

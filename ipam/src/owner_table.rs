@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use crate::hash::FxBuildHasher;
+use crate::hash::FastBuildHasher;
 use crate::owner::{Allocation, Owner};
 
 /// Index of an owner's record, stable while the owner holds anything.
@@ -40,7 +40,7 @@ impl Record {
 /// Owners by key, with stable slots.
 #[derive(Debug, Default)]
 pub(crate) struct OwnerTable {
-    hasher: FxBuildHasher,
+    hasher: FastBuildHasher,
     /// Indexed by slot. A free slot keeps its record with no owner, so
     /// that taking it writes the fields where they lie: building a record
     /// (its `Allocation` has byte-aligned fields) and moving it in costs

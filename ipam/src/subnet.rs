@@ -35,7 +35,7 @@ use std::net::IpAddr;
 
 use crate::addr::{addr_value, IpFamily, MacRng};
 use crate::error::{AllocError, SpecError};
-use crate::hash::{FxHashMap, FxHashSet};
+use crate::hash::{FastHashMap, FastHashSet};
 use crate::owner::{Allocation, ExistingAllocation};
 use crate::owner_table::{OwnerTable, Slot};
 use crate::range_set::RangeSet;
@@ -78,7 +78,7 @@ pub(crate) struct PoolState {
     pub(crate) released: RangeSet,
     /// Released addresses of parked holders, maybe not (yet) in `released`;
     /// may also hold addresses taken again since (see the module docs).
-    pub(crate) pending: FxHashSet<u128>,
+    pub(crate) pending: FastHashSet<u128>,
 }
 
 impl PoolState {
@@ -89,7 +89,7 @@ impl PoolState {
             universe,
             fresh,
             released: RangeSet::new(),
-            pending: FxHashSet::default(),
+            pending: FastHashSet::default(),
         }
     }
 
@@ -115,7 +115,7 @@ pub(crate) struct FamilyState {
     /// Live addresses. A hash map: allocation and release cost `O(1)`
     /// whatever the number of live addresses; the rare ordered views
     /// (usage, pool rebuilds) sort the keys.
-    pub(crate) using: FxHashMap<u128, Holder>,
+    pub(crate) using: FastHashMap<u128, Holder>,
     /// Indexed like [`Subnet::pool_names`].
     pub(crate) pools: Vec<PoolState>,
     /// Number of `parked` holders in `using`.
@@ -245,7 +245,7 @@ pub(crate) struct Subnet {
     pool_specs: Vec<[RangeSet; 2]>,
     pub(crate) owners: OwnerTable,
     /// MACs by their key (`Mac::key`).
-    pub(crate) macs: FxHashMap<u64, Slot>,
+    pub(crate) macs: FastHashMap<u64, Slot>,
     pub(crate) rng: MacRng,
     /// Set when the subnet is deleted from its [`Ipam`](crate::Ipam), for
     /// the [`SubnetHandle`](crate::SubnetHandle)s that outlive it.
@@ -273,7 +273,7 @@ impl Subnet {
             pool_names: vec![String::new()],
             pool_specs: vec![[RangeSet::new(), RangeSet::new()]],
             owners: OwnerTable::default(),
-            macs: FxHashMap::default(),
+            macs: FastHashMap::default(),
             rng: MacRng::from_entropy(),
             deleted: false,
         };
@@ -296,7 +296,7 @@ impl Subnet {
         for (i, new_cfg) in config.families.into_iter().enumerate() {
             let family = IpFamily::ALL[i];
             let old_using = self.families[i].take().map(|f| f.using).unwrap_or_default();
-            let mut using = FxHashMap::default();
+            let mut using = FastHashMap::default();
             using.reserve(old_using.len());
             let mut lost = Vec::new();
             for (addr, holder) in old_using {

@@ -1,35 +1,8 @@
-//! Configuration and result parsing on arbitrary bytes: never panics, and whatever parses
-//! re-emits to JSON that parses back to the same value; a parsed result converts to every
-//! version (or fails only for the 0.1.0/0.2.0 layout) and the conversion round-trips too.
+//! cargo-fuzz driver of the parse property; the property itself lives with the replay test
+//! that runs it on the seed corpus under `cargo test`.
 #![no_main]
 
-use cni_spec::version::ResultLayout;
-use cni_spec::{CniError, CniResult, NetworkConfigList, PluginConfig, ALL_VERSIONS};
-use libfuzzer_sys::fuzz_target;
+#[path = "../../tests/fuzz_replay/parse.rs"]
+mod property;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(result) = CniResult::from_slice(data) {
-        let again = CniResult::from_slice(result.to_json().as_bytes()).expect("re-parse");
-        assert_eq!(again, result);
-        for version in ALL_VERSIONS {
-            match result.convert_to(version) {
-                Ok(converted) => {
-                    let back = CniResult::from_slice(converted.to_json().as_bytes())
-                        .expect("converted result re-parses");
-                    assert_eq!(back, converted);
-                }
-                Err(_) => assert_eq!(version.result_layout(), ResultLayout::Legacy),
-            }
-        }
-    }
-    if let Ok(list) = NetworkConfigList::from_slice(data) {
-        let bytes = serde_json::to_vec(&list).expect("serialize");
-        assert_eq!(NetworkConfigList::from_slice(&bytes).expect("re-parse"), list);
-    }
-    if let Ok(conf) = PluginConfig::from_slice(data) {
-        assert_eq!(PluginConfig::from_slice(&conf.to_bytes()).expect("re-parse"), conf);
-    }
-    if let Ok(err) = serde_json::from_slice::<CniError>(data) {
-        assert_eq!(serde_json::from_str::<CniError>(&err.to_json()).expect("re-parse"), err);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| property::check(data));

@@ -9,6 +9,7 @@ use crate::exec::split_path;
 
 /// The operation requested by `CNI_COMMAND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Command {
     /// Attach.
     Add,

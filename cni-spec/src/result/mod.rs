@@ -22,6 +22,7 @@ use crate::version::{CniVersion, ResultLayout, UnknownVersion};
 
 /// A result of any version.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CniResult {
     /// 0.1.0 / 0.2.0.
     Legacy(LegacyResult),

@@ -5,7 +5,7 @@
 //! column handle per column (`Table::COLUMN`) for conditions and mutations,
 //! and an enum per string column with an `enum` constraint.
 //!
-//! Regenerate with `cargo run -p ovsdb --bin ovsdb-codegen -- <crate>/schema/ovn-sb.ovsschema <crate>/src/generated`.
+//! Regenerate with `cargo run -p kube-ovn-ovsdb --bin ovsdb-codegen -- <crate>/schema/ovn-sb.ovsschema <crate>/src/generated`.
 
 mod address_set;
 mod bfd;

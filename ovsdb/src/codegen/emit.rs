@@ -60,7 +60,7 @@ fn mod_file(schema: &SchemaModel, schema_file: &str) -> GeneratedFile {
     s.push_str("//!\n//! One struct per table (column values typed after the schema), a typed\n");
     s.push_str("//! column handle per column (`Table::COLUMN`) for conditions and mutations,\n");
     s.push_str("//! and an enum per string column with an `enum` constraint.\n//!\n");
-    let _ = writeln!(s, "//! Regenerate with `cargo run -p ovsdb --bin ovsdb-codegen -- <crate>/schema/{schema_file} <crate>/src/generated`.\n");
+    let _ = writeln!(s, "//! Regenerate with `cargo run -p kube-ovn-ovsdb --bin ovsdb-codegen -- <crate>/schema/{schema_file} <crate>/src/generated`.\n");
     for t in &schema.tables {
         let _ = writeln!(s, "mod {};", module_name(&t.name));
     }
