@@ -129,7 +129,7 @@ fn vendor() -> BTreeMap<String, String> {
     BTreeMap::from([("vendor".to_string(), VENDOR.to_string())])
 }
 
-fn with_vendor(key: &str, value: &str) -> BTreeMap<String, String> {
+pub(crate) fn with_vendor(key: &str, value: &str) -> BTreeMap<String, String> {
     let mut ids = vendor();
     ids.insert(key.to_string(), value.to_string());
     ids
