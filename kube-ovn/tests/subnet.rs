@@ -286,6 +286,26 @@ async fn bad_subnets_get_a_condition_naming_the_field_and_no_rows() {
     }
     // the overlap refused the newer subnet; the older one's rows are untouched
     assert_eq!(subnet_tables(remote), base_rows);
+
+    // a valid subnet edited into an invalid one keeps its rows: nothing stored is lost
+    let mut edited = get(client, "base").await;
+    edited.spec.gateway = Some("10.99.0.1".into());
+    let edited = Api::<Subnet>::all(client.clone())
+        .replace("base", &PostParams::default(), &edited)
+        .await
+        .unwrap();
+    let report = apply(&env.ctx, &edited).await.unwrap();
+    assert_eq!(
+        report.invalid.map(|i| i.field).as_deref(),
+        Some("spec.gateway")
+    );
+    assert_eq!(subnet_tables(remote), base_rows);
+    let (status, _, message) = condition(&get(client, "base").await, VALIDATED);
+    assert_eq!(status, ConditionStatus::False);
+    assert!(
+        message.contains("10.99.0.1 is not inside the CIDR block"),
+        "{message}"
+    );
     env.server.shutdown().await;
 }
 

@@ -248,3 +248,88 @@ pub fn validate(
         namespaces: subnet.spec.namespaces.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::SubnetSpec;
+
+    fn subnet(name: &str, spec: SubnetSpec) -> Subnet {
+        let mut s = Subnet::new(name, spec);
+        s.metadata.name = Some(name.to_string());
+        s
+    }
+
+    fn spec(cidr: &str) -> SubnetSpec {
+        SubnetSpec {
+            cidr_block: Some(cidr.to_string()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn dual_stack_defaults_gateway_and_excludes_per_family() {
+        let s = subnet("d", spec("10.16.0.5/16,fd00:10:16::/64"));
+        let v = validate(&s, &[], "ovn-cluster").unwrap();
+        assert_eq!(v.protocol, Protocol::Dual);
+        assert_eq!(v.cidr.v4.unwrap().to_string(), "10.16.0.0/16");
+        assert_eq!(v.gateway.render(), "10.16.0.1,fd00:10:16::1");
+        assert_eq!(v.exclude_ips.len(), 2);
+        assert_eq!(v.vpc, "ovn-cluster");
+    }
+
+    #[test]
+    fn a_range_ending_outside_the_cidr_is_refused() {
+        let s = subnet(
+            "r",
+            SubnetSpec {
+                exclude_ips: vec!["10.1.0.250..10.1.1.3".into()],
+                ..spec("10.1.0.0/24")
+            },
+        );
+        let err = validate(&s, &[], "ovn-cluster").unwrap_err();
+        assert_eq!(err.field, "spec.excludeIps[0]");
+        assert!(err.reason.contains("10.1.1.3"), "{err}");
+    }
+
+    #[test]
+    fn overlap_counts_only_within_one_vpc() {
+        let older = subnet("a", spec("10.2.0.0/16"));
+        let other_vpc = subnet(
+            "b",
+            SubnetSpec {
+                vpc: Some("vpc1".into()),
+                ..spec("10.2.0.0/24")
+            },
+        );
+        let all = [older.clone(), other_vpc.clone()];
+        assert!(validate(&other_vpc, &all, "ovn-cluster").is_ok());
+        let newer = subnet("c", spec("10.2.3.0/24"));
+        let err = validate(&newer, &[older, newer.clone()], "ovn-cluster").unwrap_err();
+        assert_eq!(err.field, "spec.cidrBlock");
+        assert!(err.reason.contains("subnet a"), "{err}");
+    }
+
+    #[test]
+    fn underlay_and_other_providers_are_refused_by_name() {
+        let vlan = subnet(
+            "v",
+            SubnetSpec {
+                vlan: Some("vlan10".into()),
+                ..spec("10.3.0.0/24")
+            },
+        );
+        assert_eq!(validate(&vlan, &[], "x").unwrap_err().field, "spec.vlan");
+        let attach = subnet(
+            "p",
+            SubnetSpec {
+                provider: Some("net1.default".into()),
+                ..spec("10.3.0.0/24")
+            },
+        );
+        assert_eq!(
+            validate(&attach, &[], "x").unwrap_err().field,
+            "spec.provider"
+        );
+    }
+}
