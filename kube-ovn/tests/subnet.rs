@@ -340,7 +340,7 @@ async fn the_controller_creates_defaults_and_a_deleted_subnet_takes_its_rows() {
 
     create_namespace(&client, "app").await;
     let spec = SubnetSpec {
-        namespaces: vec!["app".into()],
+        namespaces: vec!["app".into(), "late".into()],
         ..cidr("10.80.0.0/24")
     };
     create(&client, &subnet("sub3", spec)).await;
@@ -349,6 +349,15 @@ async fn the_controller_creates_defaults_and_a_deleted_subnet_takes_its_rows() {
             .await
             .get("ovn.kubernetes.io/logical_switch")
             == Some(&"sub3".to_string())
+    })
+    .await;
+    // a namespace created after its subnet is bound through the Namespace watch
+    create_namespace(&client, "late").await;
+    eventually("sub3 bound to namespace late", || async {
+        annotations(&client, "late")
+            .await
+            .get("ovn.kubernetes.io/cidr")
+            == Some(&"10.80.0.0/24".to_string())
     })
     .await;
     let stored = get(&client, "sub3").await;
