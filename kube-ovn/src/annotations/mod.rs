@@ -14,6 +14,8 @@
 //! one error per malformed one, for a reconciler that reports each offender.
 
 mod fields;
+// the controller parses Subnet spec fields (`cidrBlock`, `gateway`) in the annotations' formats
+pub(crate) use fields::AnnotationValue;
 mod namespace;
 mod node;
 mod pod;

@@ -1,14 +1,17 @@
 //! `kube-ovn-controller`: parses Kube-OVN's flags, connects to the OVN northbound
 //! database (the Raft leader among `--ovn-nb-addr`'s remotes) and runs the start-up
-//! writes. The reconcilers that follow in Kube-OVN (Subnet and IPAM rebuild, then one
-//! worker per kind) are not implemented yet; the binary says so and exits.
+//! writes, then runs the controller (the default Subnets, then the Subnet reconciler)
+//! until SIGINT/SIGTERM. Kube-OVN's other workers (pods, nodes, ...) and its IPAM are
+//! not implemented yet; the binary says so.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_ovn::config::{ConfigError, ControllerConfig};
-use kube_ovn::controller::bootstrap;
+use kube_ovn::controller::{self, bootstrap};
 use ovn_nb::NbClient;
 
 /// How long to look for a reachable NB leader before giving up.
@@ -65,13 +68,34 @@ async fn run(config: &ControllerConfig) -> anyhow::Result<()> {
         .await
         .context("start-up writes to NB")?;
     tracing::info!(operations = report.ops_written(), "start-up done");
-    let not_yet = "the reconcilers are not implemented yet: no Subnet objects \
-        (ovn-default, join) are created, no IPAM rebuild and no workers run; \
-        kube-ovn-controller stops after the start-up";
+    let client = kube_client(config).await?;
+    let not_yet = "only the Subnet reconciler runs: pods, nodes, services, network \
+        policies and the other kinds are not reconciled, and there is no IPAM yet";
     tracing::warn!("{not_yet}");
     println!(
         "kube-ovn-controller: start-up done ({} NB operations); {not_yet}",
         report.ops_written()
     );
+    controller::run(Arc::new(config.clone()), client, Arc::new(nb))
+        .await
+        .context("subnet controller")?;
+    tracing::info!("stopped by signal");
     Ok(())
+}
+
+/// The Kubernetes client: `--kubeconfig` if given, else in-cluster or `$KUBECONFIG`.
+async fn kube_client(config: &ControllerConfig) -> anyhow::Result<kube::Client> {
+    let kube_config = match &config.kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("using kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no --kubeconfig, and no in-cluster or $KUBECONFIG configuration")?,
+    };
+    kube::Client::try_from(kube_config).context("building the Kubernetes client")
 }

@@ -10,8 +10,9 @@
 //!    ClientIP session-affinity twins);
 //! 4. the join switch `join` and its patch to the router: switch port `join-ovn-cluster`
 //!    (`type=router`) and router port `ovn-cluster-join` on the join CIDR's gateway.
-//!    Kube-OVN creates these from the `join` Subnet's first reconcile; here they come
-//!    at start-up, as the Subnet reconciler does not exist yet.
+//!    Kube-OVN creates these from the `join` Subnet's first reconcile; here they also
+//!    come at start-up, so the join switch exists before any Subnet is reconciled (the
+//!    Subnet reconciler then ensures the same rows, adding its `other_config`).
 //!
 //! Every step is one transaction built from the replica by desired-state operations
 //! ([`ovn_nb::NbTxn::lr_ensure`] and friends), so a step whose rows already look right
@@ -129,7 +130,7 @@ fn vendor() -> BTreeMap<String, String> {
     BTreeMap::from([("vendor".to_string(), VENDOR.to_string())])
 }
 
-fn with_vendor(key: &str, value: &str) -> BTreeMap<String, String> {
+pub(crate) fn with_vendor(key: &str, value: &str) -> BTreeMap<String, String> {
     let mut ids = vendor();
     ids.insert(key.to_string(), value.to_string());
     ids

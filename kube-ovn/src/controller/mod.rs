@@ -1,8 +1,13 @@
 //! One reconciler per kind, started after [`bootstrap()`] has written the cluster-wide
-//! northbound rows every reconciler builds on.
+//! northbound rows every reconciler builds on; [`run()`] starts them.
 //!
-//! Only the start-up exists so far; the reconcilers come next.
+//! Only the Subnet reconciler exists so far; pods, nodes and IPAM come next.
 
 pub mod bootstrap;
+pub mod defaults;
+pub mod run;
+pub mod subnet;
 
 pub use bootstrap::{bootstrap, BootstrapError, BootstrapReport, BootstrapStep, VENDOR};
+pub use defaults::ensure_default_subnets;
+pub use run::{run, RunError};
