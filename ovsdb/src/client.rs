@@ -1,4 +1,5 @@
-//! The networked OVSDB client (tokio): unix and TCP remotes, a list of remotes,
+//! The networked OVSDB client (tokio): unix, TCP and TLS remotes (active, or passive
+//! where the server connects to us), a list of remotes,
 //! request multiplexing, monitors feeding the replica [`crate::cache`], locks, echo
 //! probes and reconnection to the leader of a cluster.
 //!
@@ -55,8 +56,11 @@ mod error;
 mod handle;
 mod monitor;
 mod monitor_handle;
+mod plain;
 mod remote;
 mod server;
+mod tls;
+mod transport;
 
 use std::time::Duration;
 
@@ -65,6 +69,7 @@ pub use handle::{Client, PendingRequest};
 pub use monitor::{MonitorMethod, MonitorRequest};
 pub use monitor_handle::Monitor;
 pub use remote::{InvalidRemote, Remote};
+pub use tls::{TlsConfig, TlsError, TlsFile};
 
 /// How a [`Client`] connects and behaves; build with [`ClientOptions::new`] and its
 /// `with_*` methods, then [`Client::connect_with`].
@@ -94,10 +99,13 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Largest message accepted from the server.
     pub max_message_len: usize,
+    /// Private key, certificate and CA certificate for `ssl:` and `pssl:` remotes.
+    pub tls: Option<TlsConfig>,
 }
 
 impl ClientOptions {
-    /// Options for a list of remotes (`unix:PATH`, `tcp:HOST:PORT`) with the defaults:
+    /// Options for a list of remotes (`unix:PATH`, `tcp:HOST:PORT`, `ssl:HOST:PORT`,
+    /// `punix:PATH`, `ptcp:PORT[:IP]`, `pssl:PORT[:IP]`) with the defaults:
     /// leader only, db-change-aware, 5 s probes, backoff 100 ms..5 s, 5 s connect timeout,
     /// 64 MiB messages.
     pub fn new<S: AsRef<str>>(remotes: impl IntoIterator<Item = S>) -> Result<Self, InvalidRemote> {
@@ -121,6 +129,7 @@ impl ClientOptions {
             backoff_max: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             max_message_len: crate::codec::DEFAULT_MAX_MESSAGE_LEN,
+            tls: None,
         })
     }
 
@@ -158,6 +167,13 @@ impl ClientOptions {
     /// Sets the per-remote connect and set-up timeout.
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Authenticates `ssl:` and `pssl:` remotes with these files (as `ovn-nbctl -p -c
+    /// -C`); see [`TlsConfig`] for what is verified.
+    pub fn with_tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
         self
     }
 
