@@ -29,7 +29,7 @@ mod process;
 mod server;
 
 pub use chassis::{Chassis, ChassisConfig};
-pub use pki::{Pki, TlsFiles};
+pub use pki::{OvsPki, Pki, TlsFiles};
 pub use process::{Daemon, HarnessError};
 pub use server::{Db, Northd, OvnCentral, OvsdbServer, RaftCluster};
 

@@ -60,6 +60,7 @@ mod plain;
 mod remote;
 mod server;
 mod tls;
+mod tls_v1;
 mod transport;
 
 use std::time::Duration;

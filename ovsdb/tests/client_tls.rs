@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ovn_harness::{Db, OvsdbServer, Pki, TlsFiles};
+use ovn_harness::{Db, OvsPki, OvsdbServer, Pki, TlsFiles};
 use ovsdb::client::{Client, ClientOptions, Error, Event, TlsConfig, TlsError, TlsFile};
 use ovsdb::{Atom, Operation, Row};
 
@@ -273,5 +273,51 @@ async fn an_ssl_remote_without_tls_files_says_so() {
             "{last_reason}"
         ),
         other => panic!("{other:?}"),
+    }
+}
+
+/// Certificates as `ovs-pki` makes them (X.509 v1, which webpki alone refuses), for
+/// `ssl:` and `pssl:`, beside `ovn-nbctl`; and a v1 certificate from another v1 CA is
+/// still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ovs_pki_v1_certificates_work_and_are_still_verified() {
+    if !tools() || !ovn_harness::require(&["openssl"]) {
+        return;
+    }
+    let pki = OvsPki::new("OVS switchca CA Certificate").unwrap();
+    let ovn = pki.issue("ovn").unwrap();
+    let server = OvsdbServer::start_ssl(Db::Northbound, &ovn).unwrap();
+    let remote = server.ssl_remote().unwrap();
+    let client = Client::connect_with(options(&remote, &ovn)).await.unwrap();
+    add_switch(&client, "v1").await;
+    let listed = nbctl(&remote, &ovn, &["ls-list"]).unwrap();
+    assert!(listed.contains("(v1)"), "ovn-nbctl ls-list: {listed}");
+
+    // pssl: the server presents the v1 certificate as a TLS client, to our verifier.
+    let port = free_port();
+    let ours = format!("pssl:{port}:127.0.0.1");
+    let passive = ClientOptions::new([ours.as_str()])
+        .unwrap()
+        .with_database(NB)
+        .with_connect_timeout(Duration::from_secs(20))
+        .with_tls(tls(&ovn));
+    let connecting = tokio::spawn(Client::connect_with(passive));
+    let theirs = format!("ssl:127.0.0.1:{port}");
+    let _active = OvsdbServer::start_connecting(Db::Northbound, &theirs, Some(&ovn)).unwrap();
+    let passive = connecting.await.unwrap().unwrap();
+    add_switch(&passive, "v1-passive").await;
+
+    let other = OvsPki::new("OVS other CA Certificate").unwrap();
+    let distrustful = TlsFiles {
+        ca_cert: other.ca_cert().to_owned(),
+        ..ovn.clone()
+    };
+    let refused = options(&remote, &distrustful).with_connect_timeout(Duration::from_secs(1));
+    match Client::connect_with(refused).await {
+        Err(Error::NoServer { last_reason, .. }) => assert!(
+            last_reason.contains("was refused: it is not signed by that CA (unknown issuer)"),
+            "{last_reason}"
+        ),
+        other => panic!("a v1 server certificate from another CA was accepted: {other:?}"),
     }
 }

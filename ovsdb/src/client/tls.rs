@@ -11,7 +11,9 @@
 //! dialled. Anyone holding a certificate from that CA is trusted, exactly as in OVS, so
 //! the CA must be private to the deployment.
 //!
-//! Certificates must be X.509 v3 (webpki does not accept v1 end-entity certificates).
+//! Certificates are verified by webpki, except X.509 v1 ones (what `ovs-pki` makes),
+//! which webpki refuses: those are checked as OpenSSL checks them in a one-level PKI
+//! (see `tls_v1.rs`).
 
 use std::fmt;
 use std::io;
@@ -20,14 +22,18 @@ use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::CryptoProvider;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
-    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore,
-    ServerConfig, SignatureScheme,
+    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, DistinguishedName,
+    InconsistentKeys, RootCertStore, ServerConfig, SignatureScheme,
 };
+
+use super::tls_v1;
 
 /// Which of the three files a [`TlsError`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,27 +181,31 @@ impl TlsConfig {
         let key = PrivateKeyDer::from_pem_file(&key_path)
             .map_err(|e| file_error(TlsFile::PrivateKey, &key_path, e))?;
         let chain = read_certificates(TlsFile::Certificate, &cert_path)?;
+        let cas = read_certificates(TlsFile::CaCert, &ca_path)?;
         let mut roots = RootCertStore::empty();
-        for (i, ca) in read_certificates(TlsFile::CaCert, &ca_path)?
-            .into_iter()
-            .enumerate()
-        {
-            roots.add(ca).map_err(|source| TlsError::BadCaCert {
-                path: ca_path.clone(),
-                index: i + 1,
-                source: Box::new(source),
-            })?;
+        for (i, ca) in cas.iter().enumerate() {
+            roots
+                .add(ca.clone())
+                .map_err(|source| TlsError::BadCaCert {
+                    path: ca_path.clone(),
+                    index: i + 1,
+                    source: Box::new(source),
+                })?;
         }
-        let roots = Arc::new(roots);
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key_mismatch = |source| TlsError::KeyMismatch {
             private_key: key_path.clone(),
             certificate: cert_path.clone(),
             source: Box::new(source),
         };
-        let client = client_config(&provider, &roots, chain.clone(), key.clone_key())
-            .map_err(key_mismatch)?;
-        let server = server_config(&provider, &roots, chain, key).map_err(key_mismatch)?;
+        let ours = certified_key(&provider, chain, key).map_err(key_mismatch)?;
+        let trust = Trust {
+            roots: Arc::new(roots),
+            cas: Arc::new(cas),
+            provider,
+        };
+        let client = client_config(&trust, ours.clone()).map_err(key_mismatch)?;
+        let server = server_config(&trust, ours).map_err(key_mismatch)?;
         Ok(TlsConfig {
             inner: Arc::new(Inner {
                 private_key: key_path,
@@ -291,47 +301,81 @@ fn read_certificates(file: TlsFile, path: &Path) -> Result<Vec<CertificateDer<'s
     Ok(certs)
 }
 
-fn client_config(
-    provider: &Arc<CryptoProvider>,
-    roots: &Arc<RootCertStore>,
+/// What peers are checked against.
+struct Trust {
+    roots: Arc<RootCertStore>,
+    /// The CA certificates as read, for v1 peers (see `tls_v1.rs`).
+    cas: Arc<Vec<CertificateDer<'static>>>,
+    provider: Arc<CryptoProvider>,
+}
+
+/// Our key and certificate chain, after checking that they belong together.
+fn certified_key(
+    provider: &CryptoProvider,
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
-) -> Result<ClientConfig, rustls::Error> {
-    let verifier = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
-        .build()
-        .map_err(|e| rustls::Error::General(e.to_string()))?;
-    ClientConfig::builder_with_provider(provider.clone())
+) -> Result<Arc<CertifiedKey>, rustls::Error> {
+    let signing_key = provider.key_provider.load_private_key(key)?;
+    if tls_v1::is_v1(&chain[0]) {
+        tls_v1::key_matches(&chain[0], &signing_key)?;
+        return Ok(Arc::new(CertifiedKey::new(chain, signing_key)));
+    }
+    let certified = CertifiedKey::new(chain, signing_key);
+    match certified.keys_match() {
+        // A key that cannot tell its public half is trusted, as rustls does.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => {
+            Ok(Arc::new(certified))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn client_config(trust: &Trust, ours: Arc<CertifiedKey>) -> Result<ClientConfig, rustls::Error> {
+    let webpki =
+        WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), trust.provider.clone())
+            .build()
+            .map_err(|e| rustls::Error::General(e.to_string()))?;
+    let verifier = OvsServerVerifier {
+        webpki,
+        cas: trust.cas.clone(),
+        algorithms: trust.provider.signature_verification_algorithms,
+    };
+    Ok(ClientConfig::builder_with_provider(trust.provider.clone())
         .with_safe_default_protocol_versions()?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(CaOnlyVerifier { webpki: verifier }))
-        .with_client_auth_cert(chain, key)
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(ours))))
 }
 
-fn server_config(
-    provider: &Arc<CryptoProvider>,
-    roots: &Arc<RootCertStore>,
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivateKeyDer<'static>,
-) -> Result<ServerConfig, rustls::Error> {
+fn server_config(trust: &Trust, ours: Arc<CertifiedKey>) -> Result<ServerConfig, rustls::Error> {
     // Mandatory client certificates, as OVS requires of whoever connects.
-    let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
-        .build()
-        .map_err(|e| rustls::Error::General(e.to_string()))?;
-    ServerConfig::builder_with_provider(provider.clone())
+    let webpki =
+        WebPkiClientVerifier::builder_with_provider(trust.roots.clone(), trust.provider.clone())
+            .build()
+            .map_err(|e| rustls::Error::General(e.to_string()))?;
+    let verifier = OvsClientVerifier {
+        webpki,
+        cas: trust.cas.clone(),
+        algorithms: trust.provider.signature_verification_algorithms,
+    };
+    Ok(ServerConfig::builder_with_provider(trust.provider.clone())
         .with_safe_default_protocol_versions()?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
+        .with_client_cert_verifier(Arc::new(verifier))
+        .with_cert_resolver(Arc::new(SingleCertAndKey::from(ours))))
 }
 
-/// webpki's verification of the server's chain, minus the host name check (see the
-/// module's documentation). webpki checks the name last, after the chain, signatures,
-/// validity and key usage, so a name mismatch means everything else was verified.
+/// How ovsdb-server's certificate is checked: webpki's verification minus the host name
+/// check (see the module's documentation), or `tls_v1` for a v1 certificate. webpki
+/// checks the name last, after the chain, signatures, validity and key usage, so a
+/// name mismatch means everything else was verified.
 #[derive(Debug)]
-struct CaOnlyVerifier {
+struct OvsServerVerifier {
     webpki: Arc<WebPkiServerVerifier>,
+    cas: Arc<Vec<CertificateDer<'static>>>,
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl ServerCertVerifier for CaOnlyVerifier {
+impl ServerCertVerifier for OvsServerVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -340,6 +384,10 @@ impl ServerCertVerifier for CaOnlyVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if tls_v1::is_v1(end_entity) {
+            tls_v1::verify_leaf(end_entity, &self.cas, now)?;
+            return Ok(ServerCertVerified::assertion());
+        }
         let verified = self.webpki.verify_server_cert(
             end_entity,
             intermediates,
@@ -361,6 +409,9 @@ impl ServerCertVerifier for CaOnlyVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        if tls_v1::is_v1(cert) {
+            return tls_v1::verify_handshake_signature(message, cert, dss, &self.algorithms, false);
+        }
         self.webpki.verify_tls12_signature(message, cert, dss)
     }
 
@@ -370,6 +421,74 @@ impl ServerCertVerifier for CaOnlyVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        if tls_v1::is_v1(cert) {
+            return tls_v1::verify_handshake_signature(message, cert, dss, &self.algorithms, true);
+        }
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// How the certificate of an ovsdb-server connecting to our `pssl:` is checked:
+/// webpki's verification (client certificates have no name to check), or `tls_v1`.
+#[derive(Debug)]
+struct OvsClientVerifier {
+    webpki: Arc<dyn ClientCertVerifier>,
+    cas: Arc<Vec<CertificateDer<'static>>>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for OvsClientVerifier {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        true
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.webpki.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        if tls_v1::is_v1(end_entity) {
+            tls_v1::verify_leaf(end_entity, &self.cas, now)?;
+            return Ok(ClientCertVerified::assertion());
+        }
+        self.webpki
+            .verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        if tls_v1::is_v1(cert) {
+            return tls_v1::verify_handshake_signature(message, cert, dss, &self.algorithms, false);
+        }
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        if tls_v1::is_v1(cert) {
+            return tls_v1::verify_handshake_signature(message, cert, dss, &self.algorithms, true);
+        }
         self.webpki.verify_tls13_signature(message, cert, dss)
     }
 
