@@ -94,6 +94,40 @@ async fn our_client_and_ovn_nbctl_share_one_tls_server() {
     assert_eq!(switch_names(&client).await, ["from-nbctl", "from-rust"]);
 }
 
+/// Transactions larger than the socket buffers, several in flight: rustls buffers what
+/// the socket does not take, and the client must flush it, not leave it there.
+#[tokio::test]
+async fn large_pipelined_transactions_go_through_tls_whole() {
+    if !tools() {
+        return;
+    }
+    let pki = Pki::new("ovn-ca").unwrap();
+    let ovn = pki.issue("ovn").unwrap();
+    let server = OvsdbServer::start_ssl(Db::Northbound, &ovn).unwrap();
+    let remote = server.ssl_remote().unwrap();
+    // No probes: a loaded machine must not turn a slow commit into a reconnection.
+    let options = options(&remote, &ovn).with_probe_interval(None);
+    let client = Client::connect_with(options).await.unwrap();
+    let batch = |prefix: &str| -> Vec<Operation> {
+        (0..5_000)
+            .map(|i| {
+                let row = Row::new().with("name", Atom::from(format!("{prefix}-{i:04}")));
+                Operation::insert("Logical_Switch", row).into()
+            })
+            .collect()
+    };
+    let (a, b, c) = (batch("a"), batch("b"), batch("c"));
+    let (ra, rb, rc) = tokio::join!(
+        client.transact(NB, &a),
+        client.transact(NB, &b),
+        client.transact(NB, &c)
+    );
+    for results in [ra, rb, rc] {
+        assert_eq!(results.unwrap().len(), 5_000);
+    }
+    assert_eq!(switch_names(&client).await.len(), 15_000);
+}
+
 /// A client certificate from another CA is refused by ovsdb-server, for our client and
 /// for `ovn-nbctl` alike; the error names our certificate and the server's alert, and
 /// the server keeps serving (and keeps its data for) authenticated clients.
