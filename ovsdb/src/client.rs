@@ -30,8 +30,12 @@
 //! requests are written through a second handle, registered for writability while a
 //! write would block and, for requests written by their caller, to be woken when the
 //! server reads them (which on small VMs keeps the client's vCPU awake until the reply;
-//! see `remote.rs`). The inactivity probe uses one timer per connection, re-armed when
-//! it fires rather than on every message.
+//! see `plain.rs`). The inactivity probe uses one timer per connection, re-armed when
+//! it fires rather than on every message. TLS connections (`ssl:`, `pssl:`, see
+//! [`TlsConfig`]) go through tokio-rustls instead, which registers both directions with
+//! the reactor; a write there ends with a flush of the records rustls still holds.
+//! Passive remotes (`punix:`, `ptcp:`, `pssl:`) bind their listener on first use and
+//! keep it for the client's life, so a server reconnecting finds it.
 //!
 //! # Reconnection and clusters
 //!
