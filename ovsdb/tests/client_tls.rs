@@ -201,7 +201,8 @@ async fn a_server_certificate_from_another_ca_is_refused() {
     }
 }
 
-/// `pssl:` and `ptcp:`: we listen, ovsdb-server connects (`--remote=ssl:`/`tcp:`), and
+/// `pssl:`, `ptcp:` and `punix:`: we listen, ovsdb-server connects
+/// (`--remote=ssl:`/`tcp:`/`unix:`), and
 /// after the server restarts it connects again to the same listener.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passive_remotes_accept_the_server_and_its_reconnection() {
@@ -210,9 +211,22 @@ async fn passive_remotes_accept_the_server_and_its_reconnection() {
     }
     let pki = Pki::new("ovn-ca").unwrap();
     let ovn = pki.issue("ovn").unwrap();
-    for (listen, connect, tls) in [("pssl", "ssl", Some(&ovn)), ("ptcp", "tcp", None)] {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let socket = dir.path().join("ours.sock").display().to_string();
+    for (listen, connect, tls) in [
+        ("pssl", "ssl", Some(&ovn)),
+        ("ptcp", "tcp", None),
+        ("punix", "unix", None),
+    ] {
         let port = free_port();
-        let ours = format!("{listen}:{port}:127.0.0.1");
+        let (ours, theirs) = if listen == "punix" {
+            (format!("punix:{socket}"), format!("unix:{socket}"))
+        } else {
+            (
+                format!("{listen}:{port}:127.0.0.1"),
+                format!("{connect}:127.0.0.1:{port}"),
+            )
+        };
         let mut options = ClientOptions::new([ours.as_str()])
             .unwrap()
             .with_database(NB)
@@ -222,7 +236,6 @@ async fn passive_remotes_accept_the_server_and_its_reconnection() {
             options = options.with_tls(self::tls(&ovn));
         }
         let connecting = tokio::spawn(Client::connect_with(options));
-        let theirs = format!("{connect}:127.0.0.1:{port}");
         let mut server = OvsdbServer::start_connecting(Db::Northbound, &theirs, tls).unwrap();
         let client = connecting.await.unwrap().unwrap();
         assert_eq!(client.current_remote().as_deref(), Some(ours.as_str()));
