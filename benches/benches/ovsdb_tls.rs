@@ -6,7 +6,12 @@
 //! - sequential single-insert transactions (one round trip each),
 //! - pipelined single-insert transactions (1000 in flight on one connection).
 //!
-//! Each client runs on its own current-thread tokio runtime, as in the `ovsdb` bench.
+//! Each client has its own tokio runtime with one worker thread, which runs the client's
+//! connection task while the other client is being measured: ovsdb-server probes idle
+//! TLS connections (5 s) and drops those that do not answer, so a client whose runtime
+//! sits unpolled (a current-thread runtime, as in the `ovsdb` bench) would lose its
+//! connection. Requests are made from the bench thread (`block_on`); a sequential caller
+//! reads its replies itself, so round trips mostly stay on that thread.
 //! Both insert into the same database, which grows as they go, so besides criterion's
 //! figures the bench prints paired rounds that alternate which transport goes first; the
 //! printed `tls/unix` is total TLS time over total unix time (the cost factor of TLS),
@@ -41,7 +46,8 @@ fn insert(prefix: &str) -> Operation {
 
 impl Side {
     fn connect(label: &'static str, options: ClientOptions) -> Side {
-        let rt = tokio::runtime::Builder::new_current_thread()
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
