@@ -8,7 +8,9 @@
 //!
 //! The commands are the ones Debian's OVS 3.1 / OVN 23.03 packages accept:
 //! - a standalone database: `ovsdb-tool create DB SCHEMA` then
-//!   `ovsdb-server DB --remote=punix:SOCK [--remote=ptcp:PORT:127.0.0.1]`;
+//!   `ovsdb-server DB --remote=punix:SOCK [--remote=ptcp:PORT:127.0.0.1]`, over TLS
+//!   `--private-key=KEY --certificate=CERT --ca-cert=CACERT --remote=pssl:PORT:127.0.0.1`
+//!   (certificates from [`Pki`]), or connecting out with `--remote=ssl:HOST:PORT`;
 //! - a Raft cluster: `ovsdb-tool create-cluster` for the first member and
 //!   `ovsdb-tool join-cluster` for the others, each on its own 127.0.0.1 port chosen
 //!   free at start;
@@ -22,10 +24,12 @@
 //! passes by skipping.
 
 mod chassis;
+mod pki;
 mod process;
 mod server;
 
 pub use chassis::{Chassis, ChassisConfig};
+pub use pki::{OvsPki, Pki, TlsFiles};
 pub use process::{Daemon, HarnessError};
 pub use server::{Db, Northd, OvnCentral, OvsdbServer, RaftCluster};
 

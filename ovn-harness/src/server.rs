@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+use crate::pki::TlsFiles;
 use crate::process::{free_port, log_tail, wait_until, Daemon, HarnessError};
 
 /// A database schema shipped by Debian's packages.
@@ -81,6 +82,11 @@ struct ServerFiles {
     ctl: PathBuf,
     log: PathBuf,
     tcp_port: Option<u16>,
+    /// `pssl:PORT:127.0.0.1`, with `tls`'s files.
+    ssl_port: Option<u16>,
+    tls: Option<TlsFiles>,
+    /// Active remotes (`--remote=ssl:HOST:PORT`): the server connects to a listener.
+    connect: Vec<String>,
 }
 
 impl ServerFiles {
@@ -92,6 +98,9 @@ impl ServerFiles {
             ctl: dir.join(format!("{name}.ctl")),
             log: dir.join(format!("{name}.log")),
             tcp_port: None,
+            ssl_port: None,
+            tls: None,
+            connect: Vec::new(),
         }
     }
 
@@ -112,14 +121,27 @@ impl ServerFiles {
         if let Some(port) = self.tcp_port {
             cmd.arg(format!("--remote=ptcp:{port}:127.0.0.1"));
         }
+        if let Some(tls) = &self.tls {
+            cmd.arg(format!("--private-key={}", tls.private_key.display()))
+                .arg(format!("--certificate={}", tls.certificate.display()))
+                .arg(format!("--ca-cert={}", tls.ca_cert.display()));
+        }
+        if let Some(port) = self.ssl_port {
+            cmd.arg(format!("--remote=pssl:{port}:127.0.0.1"));
+        }
+        for remote in &self.connect {
+            cmd.arg(format!("--remote={remote}"));
+        }
         rundir_env(&mut cmd, dir);
         let mut daemon = Daemon::spawn(&format!("ovsdb-server {}", self.name), cmd, &self.log)?;
         let sock = self.sock.clone();
         daemon.wait_ready("ovsdb-server socket", || UnixStream::connect(&sock).is_ok())?;
-        if let Some(port) = self.tcp_port {
-            daemon.wait_ready("ovsdb-server tcp port", || {
-                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            })?;
+        for (what, port) in [("tcp", self.tcp_port), ("ssl", self.ssl_port)] {
+            if let Some(port) = port {
+                daemon.wait_ready(&format!("ovsdb-server {what} port"), || {
+                    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+                })?;
+            }
         }
         Ok(daemon)
     }
@@ -131,10 +153,14 @@ impl ServerFiles {
     fn tcp_remote(&self) -> Option<String> {
         self.tcp_port.map(|p| format!("tcp:127.0.0.1:{p}"))
     }
+
+    fn ssl_remote(&self) -> Option<String> {
+        self.ssl_port.map(|p| format!("ssl:127.0.0.1:{p}"))
+    }
 }
 
 /// A standalone ovsdb-server serving one database, on a unix socket and optionally on
-/// 127.0.0.1 TCP.
+/// 127.0.0.1 TCP, on 127.0.0.1 TLS, or connecting out to a listener.
 #[derive(Debug)]
 pub struct OvsdbServer {
     db: Db,
@@ -156,9 +182,45 @@ impl OvsdbServer {
         Self::start_inner(db, true)
     }
 
+    /// A fresh database on a unix socket and, over TLS with `tls`'s key, certificate
+    /// and CA certificate, on a free 127.0.0.1 port (`--remote=pssl:PORT:127.0.0.1`).
+    /// As with ovsdb-server's SSL support in general, clients must present a
+    /// certificate signed by that CA.
+    pub fn start_ssl(db: Db, tls: &TlsFiles) -> Result<Self, HarnessError> {
+        Self::start_configured(db, false, |files| {
+            files.tls = Some(tls.clone());
+            files.ssl_port = Some(free_port()?);
+            Ok(())
+        })
+    }
+
+    /// A fresh database on a unix socket that also connects, actively, to `remote`
+    /// (`tcp:HOST:PORT`, or `ssl:HOST:PORT` with `tls`), retrying with ovsdb-server's
+    /// own backoff until something listens there.
+    pub fn start_connecting(
+        db: Db,
+        remote: &str,
+        tls: Option<&TlsFiles>,
+    ) -> Result<Self, HarnessError> {
+        Self::start_configured(db, false, |files| {
+            files.tls = tls.cloned();
+            files.connect.push(remote.to_owned());
+            Ok(())
+        })
+    }
+
     fn start_inner(db: Db, want_tcp: bool) -> Result<Self, HarnessError> {
+        Self::start_configured(db, want_tcp, |_| Ok(()))
+    }
+
+    fn start_configured(
+        db: Db,
+        want_tcp: bool,
+        configure: impl FnOnce(&mut ServerFiles) -> Result<(), HarnessError>,
+    ) -> Result<Self, HarnessError> {
         let dir = new_dir()?;
         let mut files = ServerFiles::new(dir.path(), db.short());
+        configure(&mut files)?;
         let schema = db.schema_path();
         crate::run(
             "ovsdb-tool",
@@ -191,6 +253,11 @@ impl OvsdbServer {
     /// `tcp:127.0.0.1:PORT` when started with [`OvsdbServer::start_tcp`].
     pub fn tcp_remote(&self) -> Option<String> {
         self.files.tcp_remote()
+    }
+
+    /// `ssl:127.0.0.1:PORT` when started with [`OvsdbServer::start_ssl`].
+    pub fn ssl_remote(&self) -> Option<String> {
+        self.files.ssl_remote()
     }
 
     /// The server's process id while it runs.

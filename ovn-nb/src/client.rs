@@ -45,8 +45,10 @@ fn indexes() -> Vec<ovsdb::cache::IndexSpec> {
 }
 
 impl NbClient {
-    /// Connects to `remotes` (comma-separated `unix:`/`tcp:`/`ssl:`), checks the
-    /// schema and replicates the database.
+    /// Connects to `remotes` (comma-separated `unix:`/`tcp:`, or the passive
+    /// `punix:`/`ptcp:`), checks the schema and replicates the database. `ssl:` and
+    /// `pssl:` need a key and certificates: connect an [`ovsdb::Client`] with
+    /// [`ovsdb::ClientOptions::with_tls`] and pass it to [`NbClient::with_client`].
     pub async fn connect(remotes: &str) -> Result<NbClient, NbError> {
         let client = Client::connect(remotes)
             .await

@@ -1,4 +1,5 @@
-//! The networked OVSDB client (tokio): unix and TCP remotes, a list of remotes,
+//! The networked OVSDB client (tokio): unix, TCP and TLS remotes (active, or passive
+//! where the server connects to us), a list of remotes,
 //! request multiplexing, monitors feeding the replica [`crate::cache`], locks, echo
 //! probes and reconnection to the leader of a cluster.
 //!
@@ -29,8 +30,12 @@
 //! requests are written through a second handle, registered for writability while a
 //! write would block and, for requests written by their caller, to be woken when the
 //! server reads them (which on small VMs keeps the client's vCPU awake until the reply;
-//! see `remote.rs`). The inactivity probe uses one timer per connection, re-armed when
-//! it fires rather than on every message.
+//! see `plain.rs`). The inactivity probe uses one timer per connection, re-armed when
+//! it fires rather than on every message. TLS connections (`ssl:`, `pssl:`, see
+//! [`TlsConfig`]) go through tokio-rustls instead, which registers both directions with
+//! the reactor; a write there ends with a flush of the records rustls still holds.
+//! Passive remotes (`punix:`, `ptcp:`, `pssl:`) bind their listener on first use and
+//! keep it for the client's life, so a server reconnecting finds it.
 //!
 //! # Reconnection and clusters
 //!
@@ -56,8 +61,12 @@ mod handle;
 mod monitor;
 mod monitor_handle;
 mod oneshot;
+mod plain;
 mod remote;
 mod server;
+mod tls;
+mod tls_v1;
+mod transport;
 
 use std::time::Duration;
 
@@ -67,6 +76,7 @@ pub use monitor::{MonitorMethod, MonitorRequest};
 pub use monitor_handle::Monitor;
 pub use oneshot::{connect_cluster, ClusterOptions, Deadline, OneshotConnection, OneshotError};
 pub use remote::{InvalidRemote, Remote};
+pub use tls::{TlsConfig, TlsError, TlsFile};
 
 /// How a [`Client`] connects and behaves; build with [`ClientOptions::new`] and its
 /// `with_*` methods, then [`Client::connect_with`].
@@ -96,10 +106,13 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Largest message accepted from the server.
     pub max_message_len: usize,
+    /// Private key, certificate and CA certificate for `ssl:` and `pssl:` remotes.
+    pub tls: Option<TlsConfig>,
 }
 
 impl ClientOptions {
-    /// Options for a list of remotes (`unix:PATH`, `tcp:HOST:PORT`) with the defaults:
+    /// Options for a list of remotes (`unix:PATH`, `tcp:HOST:PORT`, `ssl:HOST:PORT`,
+    /// `punix:PATH`, `ptcp:PORT[:IP]`, `pssl:PORT[:IP]`) with the defaults:
     /// leader only, db-change-aware, 5 s probes, backoff 100 ms..5 s, 5 s connect timeout,
     /// 64 MiB messages.
     pub fn new<S: AsRef<str>>(remotes: impl IntoIterator<Item = S>) -> Result<Self, InvalidRemote> {
@@ -123,6 +136,7 @@ impl ClientOptions {
             backoff_max: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             max_message_len: crate::codec::DEFAULT_MAX_MESSAGE_LEN,
+            tls: None,
         })
     }
 
@@ -160,6 +174,13 @@ impl ClientOptions {
     /// Sets the per-remote connect and set-up timeout.
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Authenticates `ssl:` and `pssl:` remotes with these files (as `ovn-nbctl -p -c
+    /// -C`); see [`TlsConfig`] for what is verified.
+    pub fn with_tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
         self
     }
 

@@ -54,7 +54,7 @@ pub use cache::{Store, Writer};
 #[cfg(feature = "client")]
 pub use client::{
     Client, ClientOptions, Error as ClientError, Event, Monitor, MonitorMethod, MonitorRequest,
-    Remote,
+    Remote, TlsConfig,
 };
 pub use codec::{DecodeError as FrameDecodeError, Deframer, FrameError, JsonFramer};
 pub use operation::{Condition, Mutation, Operation, OperationResult, TransactError};

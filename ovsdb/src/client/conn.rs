@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use super::error::Error;
-use super::remote::{Remote, Stream, StreamWriter};
+use super::remote::Remote;
+use super::transport::{Connector, Stream, StreamWriter};
 use crate::codec::{DecodeError, JsonRpcCodec};
 use crate::rpc::Message;
 
@@ -102,7 +103,7 @@ pub(crate) struct Outbox {
 impl Outbox {
     /// Nothing left to write.
     pub fn is_empty(&self) -> bool {
-        self.sent == self.buf.len()
+        self.sent == self.buf.len() && self.writer.is_flushed()
     }
 
     /// See [`StreamWriter::keep_awake`].
@@ -124,6 +125,8 @@ impl Outbox {
             }
             self.sent += n;
         }
+        // TLS: the last records may still be in rustls's buffer.
+        ready!(self.writer.poll_flush(cx))?;
         self.buf.clear();
         self.sent = 0;
         Poll::Ready(Ok(()))
@@ -131,8 +134,13 @@ impl Outbox {
 }
 
 impl Conn {
-    pub async fn open(remote: &Remote, max_len: usize, timeout: Duration) -> Result<Conn, String> {
-        let (reader, writer) = tokio::time::timeout(timeout, remote.connect())
+    pub async fn open(
+        connector: &mut Connector,
+        remote: &Remote,
+        max_len: usize,
+        timeout: Duration,
+    ) -> Result<Conn, String> {
+        let (reader, writer) = tokio::time::timeout(timeout, connector.open(remote))
             .await
             .map_err(|_| format!("connecting to {remote} timed out"))?
             .map_err(|e| format!("connecting to {remote}: {e}"))?;

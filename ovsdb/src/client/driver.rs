@@ -28,6 +28,7 @@ use super::conn::{Conn, Ended, Pending, UserCall};
 use super::error::Error;
 use super::monitor::Monitors;
 use super::server::{self, ServerWatch, SERVER_MONITOR_ID};
+use super::transport::Connector;
 use super::{ClientOptions, Event};
 use crate::rpc::{params_to_raw, Message, RpcError};
 
@@ -290,6 +291,8 @@ pub(crate) struct Driver {
     pub next_remote: usize,
     /// The remote of the live connection, shared with the handles.
     pub current: Arc<std::sync::Mutex<Option<String>>>,
+    /// Opens connections; keeps passive remotes' listeners.
+    pub connector: Connector,
 }
 
 impl Driver {
@@ -370,6 +373,7 @@ impl Driver {
         let remote = self.options.remotes[self.next_remote % self.options.remotes.len()].clone();
         self.next_remote = (self.next_remote + 1) % self.options.remotes.len();
         let mut conn = Conn::open(
+            &mut self.connector,
             &remote,
             self.options.max_message_len,
             self.options.connect_timeout,

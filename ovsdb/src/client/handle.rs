@@ -18,6 +18,7 @@ use super::driver::{Command, Core, Driver, Shared};
 use super::error::Error;
 use super::monitor::Monitors;
 use super::server::ServerWatch;
+use super::transport::Connector;
 use super::{ClientOptions, Event};
 use crate::operation::{Operation, OperationResult, TransactReply};
 use crate::rpc::{encode_request, params_to_raw};
@@ -71,6 +72,7 @@ impl Client {
             ids: ids.clone(),
             next_remote: 0,
             current: Arc::new(Mutex::new(None)),
+            connector: Connector::new(options.tls.clone()),
         };
         let current = driver.current.clone();
         let conn = first_connection(&mut driver).await?;

@@ -1,19 +1,17 @@
-//! Remotes in ovsdb-server's notation (`unix:PATH`, `tcp:HOST:PORT`) and connecting to
-//! them.
+//! Remotes in ovsdb-server's notation: active `unix:PATH`, `tcp:HOST:PORT`,
+//! `ssl:HOST:PORT`, and passive `punix:PATH`, `ptcp:PORT[:IP]`, `pssl:PORT[:IP]`, where
+//! the client listens and the server connects to it (ovsdb-server's own active
+//! `--remote=tcp:`/`ssl:`/`unix:`).
 
 use std::fmt;
-use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
-use std::pin::Pin;
 use std::str::FromStr;
-use std::task::{ready, Context, Poll};
 
-use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, Interest, ReadBuf};
-use tokio::net::{TcpStream, UnixStream};
+/// The port OVSDB uses when a passive remote names none (`ptcp:`, `pssl:`), as in OVS.
+pub const DEFAULT_PORT: u16 = 6640;
 
-/// Where an ovsdb-server listens (active remotes only; `ssl:` is not supported).
+/// Where to find an ovsdb-server, or where to wait for one to connect.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Remote {
     /// `unix:/path/to/socket`.
     Unix(String),
@@ -24,9 +22,35 @@ pub enum Remote {
         /// TCP port.
         port: u16,
     },
+    /// `ssl:HOST:PORT`: TCP with TLS, mutually authenticated with the key, certificate
+    /// and CA certificate of [`crate::client::ClientOptions::with_tls`].
+    Ssl {
+        /// Host name or address.
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
+    /// `punix:/path/to/socket`: listen there; the server connects with `unix:PATH`.
+    Punix(String),
+    /// `ptcp:PORT[:IP]`: listen on TCP (on all IPv4 addresses when no IP is given);
+    /// the server connects with `--remote=tcp:IP:PORT`.
+    Ptcp {
+        /// TCP port to listen on.
+        port: u16,
+        /// Address to listen on.
+        host: String,
+    },
+    /// `pssl:PORT[:IP]`: listen on TCP and act as the TLS server; the server connects
+    /// with `--remote=ssl:IP:PORT`.
+    Pssl {
+        /// TCP port to listen on.
+        port: u16,
+        /// Address to listen on.
+        host: String,
+    },
 }
 
-/// A remote string that is not `unix:PATH` or `tcp:HOST:PORT`.
+/// A remote string that ovsdb-server's notation does not allow.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid ovsdb remote {remote:?}: {reason}")]
 pub struct InvalidRemote {
@@ -44,29 +68,84 @@ impl FromStr for Remote {
             remote: s.to_owned(),
             reason,
         };
-        if let Some(path) = s.strip_prefix("unix:") {
-            if path.is_empty() {
-                return Err(invalid("empty socket path"));
+        let (kind, rest) = s.split_once(':').ok_or_else(|| {
+            invalid("expected unix:PATH, tcp:HOST:PORT, ssl:HOST:PORT, punix:PATH, ptcp:PORT[:IP] or pssl:PORT[:IP]")
+        })?;
+        match kind {
+            "unix" | "punix" if rest.is_empty() => Err(invalid("empty socket path")),
+            "unix" => Ok(Remote::Unix(rest.to_owned())),
+            "punix" => Ok(Remote::Punix(rest.to_owned())),
+            "tcp" | "ssl" => {
+                let (host, port) = parse_active(rest).map_err(invalid)?;
+                Ok(if kind == "tcp" {
+                    Remote::Tcp { host, port }
+                } else {
+                    Remote::Ssl { host, port }
+                })
             }
-            return Ok(Remote::Unix(path.to_owned()));
+            "ptcp" | "pssl" => {
+                let (port, host) = parse_passive(rest).map_err(invalid)?;
+                Ok(if kind == "ptcp" {
+                    Remote::Ptcp { port, host }
+                } else {
+                    Remote::Pssl { port, host }
+                })
+            }
+            _ => Err(invalid(
+                "unknown kind: expected unix, tcp, ssl, punix, ptcp or pssl",
+            )),
         }
-        let Some(rest) = s.strip_prefix("tcp:") else {
-            return Err(invalid("expected a unix:PATH or tcp:HOST:PORT remote"));
-        };
-        let (host, port) = rest
-            .rsplit_once(':')
-            .ok_or_else(|| invalid("missing :PORT"))?;
-        let port = port
-            .parse::<u16>()
-            .map_err(|_| invalid("port is not a number in 1..=65535"))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        if host.is_empty() || port == 0 {
-            return Err(invalid("empty host or port 0"));
+    }
+}
+
+/// `HOST:PORT`, the host possibly in brackets.
+fn parse_active(rest: &str) -> Result<(String, u16), &'static str> {
+    let (host, port) = rest.rsplit_once(':').ok_or("missing :PORT")?;
+    let port = port
+        .parse::<u16>()
+        .map_err(|_| "port is not a number in 1..=65535")?;
+    let host = unbracket(host);
+    if host.is_empty() || port == 0 {
+        return Err("empty host or port 0");
+    }
+    Ok((host.to_owned(), port))
+}
+
+/// `[PORT][:IP]`, the IP possibly in brackets; OVS's defaults are port 6640 on 0.0.0.0.
+fn parse_passive(rest: &str) -> Result<(u16, String), &'static str> {
+    let (port, host) = match rest.split_once(':') {
+        Some((port, host)) => (port, unbracket(host)),
+        None => (rest, ""),
+    };
+    let port = if port.is_empty() {
+        DEFAULT_PORT
+    } else {
+        port.parse::<u16>()
+            .map_err(|_| "port is not a number in 1..=65535")?
+    };
+    if port == 0 {
+        // ovsdb-server accepts an ephemeral port for its own listeners, but it
+        // could not be told where to connect to ours.
+        return Err("port 0: the server could not know where to connect");
+    }
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    Ok((port, host.to_owned()))
+}
+
+fn unbracket(host: &str) -> &str {
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// `host` as it appears in a remote: IPv6 addresses in brackets.
+struct HostPart<'a>(&'a str);
+
+impl fmt::Display for HostPart<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.contains(':') {
+            write!(f, "[{}]", self.0)
+        } else {
+            f.write_str(self.0)
         }
-        Ok(Remote::Tcp {
-            host: host.to_owned(),
-            port,
-        })
     }
 }
 
@@ -74,8 +153,11 @@ impl fmt::Display for Remote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Remote::Unix(path) => write!(f, "unix:{path}"),
-            Remote::Tcp { host, port } if host.contains(':') => write!(f, "tcp:[{host}]:{port}"),
-            Remote::Tcp { host, port } => write!(f, "tcp:{host}:{port}"),
+            Remote::Punix(path) => write!(f, "punix:{path}"),
+            Remote::Tcp { host, port } => write!(f, "tcp:{}:{port}", HostPart(host)),
+            Remote::Ssl { host, port } => write!(f, "ssl:{}:{port}", HostPart(host)),
+            Remote::Ptcp { port, host } => write!(f, "ptcp:{port}:{}", HostPart(host)),
+            Remote::Pssl { port, host } => write!(f, "pssl:{port}:{}", HostPart(host)),
         }
     }
 }
@@ -91,222 +173,88 @@ impl Remote {
     }
 
     /// Whether ovsdb-server sends inactivity probes on this kind of stream (it does on
-    /// TCP, not on unix sockets).
+    /// TCP and TLS, whichever side connected, not on unix sockets).
     pub fn server_probes(&self) -> bool {
-        matches!(self, Remote::Tcp { .. })
+        !matches!(self, Remote::Unix(_) | Remote::Punix(_))
     }
 
-    /// Connects; returns the reading and the writing side of the connection.
-    pub(crate) async fn connect(&self) -> std::io::Result<(Stream, StreamWriter)> {
-        let socket = match self {
-            Remote::Unix(path) => Socket::Unix(UnixStream::connect(path).await?.into_std()?),
-            Remote::Tcp { host, port } => {
-                let stream = TcpStream::connect((host.as_str(), *port)).await?;
-                // Requests are small and latency-bound.
-                stream.set_nodelay(true)?;
-                Socket::Tcp(stream.into_std()?)
+    /// Whether the client listens and the server connects (`punix:`, `ptcp:`, `pssl:`).
+    pub fn is_passive(&self) -> bool {
+        matches!(
+            self,
+            Remote::Punix(_) | Remote::Ptcp { .. } | Remote::Pssl { .. }
+        )
+    }
+
+    /// Whether the connection uses TLS (`ssl:`, `pssl:`).
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Remote::Ssl { .. } | Remote::Pssl { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_parses_and_prints_back() {
+        for text in [
+            "unix:/run/ovn/ovnnb_db.sock",
+            "tcp:127.0.0.1:6641",
+            "tcp:[::1]:6641",
+            "ssl:10.0.0.5:6641",
+            "ssl:[fd00::5]:6642",
+            "punix:/tmp/ovsdb.sock",
+            "ptcp:6641:127.0.0.1",
+            "pssl:6641:[::1]",
+        ] {
+            let remote: Remote = text.parse().unwrap();
+            assert_eq!(remote.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn passive_remotes_take_ovs_defaults() {
+        assert_eq!(
+            "pssl:".parse::<Remote>().unwrap(),
+            Remote::Pssl {
+                port: DEFAULT_PORT,
+                host: "0.0.0.0".into()
             }
-        };
-        let write = socket.try_clone()?;
-        Ok((
-            Stream {
-                read: register(socket, Interest::READABLE)?,
-                read_hint: READ_MIN,
-                scratch: Vec::new(),
-            },
-            StreamWriter {
-                write,
-                write_wait: None,
-                keep_awake: false,
-            },
-        ))
-    }
-}
-
-/// A connected std socket (non-blocking), unix or TCP.
-#[derive(Debug)]
-enum Socket {
-    Unix(std::os::unix::net::UnixStream),
-    Tcp(std::net::TcpStream),
-}
-
-impl Socket {
-    fn try_clone(&self) -> io::Result<Socket> {
-        Ok(match self {
-            Socket::Unix(s) => Socket::Unix(s.try_clone()?),
-            Socket::Tcp(s) => Socket::Tcp(s.try_clone()?),
-        })
-    }
-
-    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Socket::Unix(s) => (&*s).read(buf),
-            Socket::Tcp(s) => (&*s).read(buf),
-        }
-    }
-
-    fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Socket::Unix(s) => (&*s).write(buf),
-            Socket::Tcp(s) => (&*s).write(buf),
-        }
-    }
-}
-
-impl AsRawFd for Socket {
-    fn as_raw_fd(&self) -> RawFd {
-        match self {
-            Socket::Unix(s) => s.as_raw_fd(),
-            Socket::Tcp(s) => s.as_raw_fd(),
-        }
-    }
-}
-
-/// Smallest and largest slice offered to one `read`.
-const READ_MIN: usize = 4 * 1024;
-const READ_MAX: usize = 256 * 1024;
-
-/// The reading side of a connection, registered with the reactor for **readability
-/// only**.
-///
-/// tokio's own streams register both directions, edge-triggered. Then each time the
-/// server reads one of our requests, the send-buffer space it frees raises a writable
-/// edge that wakes the reactor though no task waits for it. Here requests are written
-/// through a second handle on the same socket ([`StreamWriter`]), registered for
-/// writability only while a write would block or while that wake-up is wanted (see
-/// [`StreamWriter::keep_awake`]).
-#[derive(Debug)]
-pub(crate) struct Stream {
-    read: AsyncFd<Socket>,
-    /// How much to offer the next `read`: grows while reads fill it, shrinks when not.
-    read_hint: usize,
-    /// Where `read` puts the bytes before they are copied to the caller's buffer. The
-    /// caller's buffer is uninitialised memory, which safe code must zero before a
-    /// `read` may fill it: at least 4 KiB per read for a reply of ~100 bytes, on the
-    /// critical path of every round trip. This buffer is zeroed once, as it grows; it
-    /// keeps its largest size (at most `READ_MAX`) for the connection's life.
-    scratch: Vec<u8>,
-}
-
-/// The writing side of a connection (a `dup` of the socket).
-#[derive(Debug)]
-pub(crate) struct StreamWriter {
-    write: Socket,
-    /// The write handle's registration: present while a write is blocked, and kept
-    /// while [`StreamWriter::keep_awake`] is on.
-    write_wait: Option<AsyncFd<Socket>>,
-    keep_awake: bool,
-}
-
-/// Registers `socket` with the reactor. The safe constructor is deprecated because a
-/// `T: AsRawFd` need not own its descriptor; a [`Socket`] owns its own (a `try_clone`
-/// is a `dup`), so the descriptor stays valid until the registration is dropped.
-#[allow(deprecated)]
-fn register(socket: Socket, interest: Interest) -> io::Result<AsyncFd<Socket>> {
-    AsyncFd::with_interest(socket, interest)
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            let mut guard = ready!(this.read.poll_read_ready(cx))?;
-            let offer = buf.remaining().min(this.read_hint);
-            if this.scratch.len() < offer {
-                this.scratch.resize(offer, 0);
+        );
+        assert_eq!(
+            "ptcp:6643".parse::<Remote>().unwrap(),
+            Remote::Ptcp {
+                port: 6643,
+                host: "0.0.0.0".into()
             }
-            let scratch = &mut this.scratch[..offer];
-            match guard.try_io(|socket| socket.get_ref().read(scratch)) {
-                Ok(Ok(n)) => {
-                    buf.put_slice(&this.scratch[..n]);
-                    if n > 0 && n < offer {
-                        // A short read drained the socket: wait for the next edge rather
-                        // than find out with one more read (as tokio's own streams do).
-                        guard.clear_ready();
-                    }
-                    this.read_hint = if n == offer {
-                        (offer * 2).min(READ_MAX)
-                    } else if n < offer / 4 {
-                        (this.read_hint / 2).max(READ_MIN)
-                    } else {
-                        this.read_hint
-                    };
-                    return Poll::Ready(Ok(()));
+        );
+    }
+
+    #[test]
+    fn bad_remotes_name_the_offender() {
+        for (text, reason) in [
+            ("ssl:10.0.0.5", "missing :PORT"),
+            ("ssl:10.0.0.5:0", "empty host or port 0"),
+            (
+                "pssl:0:127.0.0.1",
+                "port 0: the server could not know where to connect",
+            ),
+            ("ptcp:x", "port is not a number in 1..=65535"),
+            ("punix:", "empty socket path"),
+            (
+                "tls:1.2.3.4:5",
+                "unknown kind: expected unix, tcp, ssl, punix, ptcp or pssl",
+            ),
+        ] {
+            let err = text.parse::<Remote>().unwrap_err();
+            assert_eq!(
+                err,
+                InvalidRemote {
+                    remote: text.into(),
+                    reason
                 }
-                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
-                Err(_would_block) => continue,
-            }
-        }
-    }
-}
-
-impl StreamWriter {
-    /// Keeps the write handle registered for writability while nothing waits on it, so
-    /// that the server reading each of our requests wakes the reactor for a moment.
-    ///
-    /// That wake-up is waste on an idle machine, but on the project's small VMs (an idle
-    /// vCPU halts at once, and waking a halted one is slow) it keeps the client's vCPU
-    /// awake until the reply comes: paired runs measured sequential round trips 5-7 %
-    /// faster with it. While many requests are in flight the server reads them one after
-    /// another and each read would wake us; left on there, pipelined throughput fell to
-    /// 0.75-0.99 of the raw client's (1.01 without). So the client turns it on for a small
-    /// request written by its caller on an idle connection, and off for a large one and
-    /// when the connection task writes queued requests. `on` may not take effect (the
-    /// registration is only an optimisation and its failure is ignored); `off` leaves a
-    /// registration in use by a blocked write until that write completes.
-    pub(crate) fn keep_awake(&mut self, on: bool, writing: bool) {
-        if self.keep_awake == on {
-            return;
-        }
-        self.keep_awake = on;
-        if on {
-            if self.write_wait.is_none() {
-                self.write_wait = self
-                    .write
-                    .try_clone()
-                    .and_then(|handle| register(handle, Interest::WRITABLE))
-                    .ok();
-            }
-        } else if !writing {
-            self.write_wait = None;
-        }
-    }
-
-    /// Writes some of `buf`, waiting for writability if the socket is full.
-    pub(crate) fn poll_write(
-        &mut self,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        loop {
-            match self.write.write(buf) {
-                Ok(n) => {
-                    // Writable again: stop listening for writability.
-                    if !self.keep_awake {
-                        self.write_wait = None;
-                    }
-                    return Poll::Ready(Ok(n));
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.write_wait.is_none() {
-                        // Registering reports the socket at once if it became writable
-                        // since the failed write, so no edge is missed.
-                        let handle = self.write.try_clone()?;
-                        self.write_wait = Some(register(handle, Interest::WRITABLE)?);
-                    }
-                    if let Some(wait) = &self.write_wait {
-                        let mut guard = ready!(wait.poll_write_ready(cx))?;
-                        guard.clear_ready();
-                    }
-                }
-                Err(e) => return Poll::Ready(Err(e)),
-            }
+            );
         }
     }
 }
