@@ -50,6 +50,7 @@
 //! called `set_db_change_aware(true)`, which this client does by default).
 
 mod conn;
+mod dispatch;
 mod driver;
 mod error;
 mod handle;
@@ -57,6 +58,8 @@ mod monitor;
 mod monitor_handle;
 mod remote;
 mod server;
+mod session;
+mod setup;
 
 use std::time::Duration;
 

@@ -14,10 +14,12 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::{sleep, Instant};
 
 use super::conn::{Conn, UserCall};
-use super::driver::{Command, Core, Driver, Shared};
+use super::dispatch::Core;
+use super::driver::{Command, Driver};
 use super::error::Error;
 use super::monitor::Monitors;
 use super::server::ServerWatch;
+use super::session::Shared;
 use super::{ClientOptions, Event};
 use crate::operation::{Operation, OperationResult, TransactReply};
 use crate::rpc::{encode_request, params_to_raw};

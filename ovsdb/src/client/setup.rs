@@ -1,0 +1,148 @@
+//! Reconnection and session set-up: trying the remotes in turn with backoff, and on a
+//! fresh connection db-change-awareness, the `_Server` check and resuming monitors.
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::time::sleep;
+use tracing::{debug, info};
+
+use super::conn::{Conn, Ended};
+use super::driver::Driver;
+use super::error::Error;
+use super::server::{self, ServerWatch};
+use super::Event;
+use crate::rpc::{params_to_raw, Message};
+
+impl Driver {
+    /// Tries the remotes in turn, with exponential backoff after each full round,
+    /// until one is accepted. `None` once every client handle is gone.
+    pub async fn reconnect(&mut self) -> Option<Conn> {
+        let mut backoff = self.options.backoff_min;
+        loop {
+            for _ in 0..self.options.remotes.len() {
+                if self.commands.is_closed() {
+                    return None;
+                }
+                match self.connect_next().await {
+                    Ok(conn) => return Some(conn),
+                    Err(reason) => debug!(%reason, "ovsdb remote rejected"),
+                }
+            }
+            sleep(backoff).await;
+            backoff = (backoff * 2).min(self.options.backoff_max);
+        }
+    }
+
+    /// Connects to the next remote, checks it and resumes monitors on it.
+    pub async fn connect_next(&mut self) -> Result<Conn, String> {
+        let remote = self.options.remotes[self.next_remote % self.options.remotes.len()].clone();
+        self.next_remote = (self.next_remote + 1) % self.options.remotes.len();
+        let mut conn = Conn::open(
+            &remote,
+            self.options.max_message_len,
+            self.options.connect_timeout,
+        )
+        .await?;
+        let setup = tokio::time::timeout(self.options.connect_timeout, self.set_up(&mut conn));
+        match setup.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("{remote}: {e}")),
+            Err(_) => return Err(format!("{remote}: setting up the session timed out")),
+        }
+        // Stay on this remote next time unless it fails.
+        self.next_remote =
+            (self.next_remote + self.options.remotes.len() - 1) % self.options.remotes.len();
+        info!(%remote, "ovsdb connected");
+        self.set_current(Some(remote.to_string()));
+        let _ = self.events().send(Event::Connected {
+            remote: remote.to_string(),
+        });
+        Ok(conn)
+    }
+
+    /// Session set-up on a fresh connection (not yet published, so every request
+    /// waits in the queue meanwhile): db-change-awareness, the `_Server` check, then
+    /// every registered monitor (resumed from its last transaction id).
+    async fn set_up(&mut self, conn: &mut Conn) -> Result<(), Error> {
+        if self.options.db_change_aware {
+            self.call_inline(conn, "set_db_change_aware", &json!([true]))
+                .await?;
+        }
+        if let Some(database) = self.options.database.clone() {
+            self.shared.lock().core.server = ServerWatch::default();
+            let reply = self
+                .call_inline(conn, "monitor", &server::monitor_params())
+                .await?;
+            let updates: Value =
+                serde_json::from_str(reply.get()).map_err(|e| Error::bad_reply("monitor", e))?;
+            let mut session = self.shared.lock();
+            let core = &mut session.core;
+            core.server
+                .apply(&updates)
+                .map_err(|e| Error::bad_reply("monitor", e))?;
+            server::check_server(
+                core.server.row(&database),
+                &database,
+                self.options.leader_only,
+                &mut core.min_index,
+            )
+            .map_err(|reason| Error::NoServer {
+                remotes: conn.remote.to_string(),
+                last_reason: reason,
+            })?;
+        }
+        let monitors = self.shared.lock().core.monitors.clone();
+        for monitor in monitors.keys() {
+            let (method, params) = monitors.start_request(monitor);
+            let reply = self.call_inline(conn, method, &params).await?;
+            monitors.on_start_reply(monitor, &reply)?;
+        }
+        Ok(())
+    }
+
+    /// Sends one request and handles incoming traffic until its reply arrives.
+    async fn call_inline<P: serde::Serialize + ?Sized>(
+        &mut self,
+        conn: &mut Conn,
+        method: &str,
+        params: &P,
+    ) -> Result<Box<RawValue>, Error> {
+        let id = self.next_id();
+        let remote = conn.remote.to_string();
+        let lost = |e: Ended| match e {
+            Ended::Shutdown => Error::Closed,
+            Ended::Lost(reason) => Error::NoServer {
+                remotes: remote.clone(),
+                last_reason: reason,
+            },
+        };
+        let request = Message::Request {
+            id: json!(id),
+            method: method.to_owned(),
+            params: params_to_raw(params),
+        };
+        conn.send(&request).await.map_err(lost)?;
+        loop {
+            let message = conn.receive().await.map_err(lost)?;
+            match message {
+                Message::Reply {
+                    id: ref got,
+                    result,
+                } if got.as_u64() == Some(id) => return Ok(result),
+                Message::Error { id: ref got, error } if got.as_u64() == Some(id) => {
+                    return Err(Error::Rpc {
+                        method: method.to_owned(),
+                        error,
+                    })
+                }
+                other => {
+                    let dispatched = self.shared.lock().core.dispatch(conn, other);
+                    dispatched.map_err(lost)?;
+                    if !conn.out.is_empty() {
+                        conn.flush().await.map_err(lost)?;
+                    }
+                }
+            }
+        }
+    }
+}
