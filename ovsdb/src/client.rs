@@ -63,7 +63,7 @@ mod setup;
 
 use std::time::Duration;
 
-pub use error::Error;
+pub use error::{Error, Rejection};
 pub use handle::{Client, PendingRequest};
 pub use monitor::{MonitorMethod, MonitorRequest};
 pub use monitor_handle::Monitor;
@@ -93,16 +93,22 @@ pub struct ClientOptions {
     pub backoff_min: Duration,
     /// Largest delay between rounds of reconnection attempts.
     pub backoff_max: Duration,
-    /// Bound on connecting to one remote and setting up the session there.
+    /// Deadline for [`Client::connect_with`] to find a usable server, over every remote
+    /// and round of backoff; it then fails with [`Error::NoServer`]. (Once connected, the
+    /// client keeps reconnecting without a deadline.)
     pub connect_timeout: Duration,
+    /// Bound on one attempt at one remote: connecting the socket, the `_Server` check and
+    /// resuming monitors there. A remote that does not answer is left for the next one
+    /// after this long, at connect time and when reconnecting.
+    pub remote_timeout: Duration,
     /// Largest message accepted from the server.
     pub max_message_len: usize,
 }
 
 impl ClientOptions {
     /// Options for a list of remotes (`unix:PATH`, `tcp:HOST:PORT`) with the defaults:
-    /// leader only, db-change-aware, 5 s probes, backoff 100 ms..5 s, 5 s connect timeout,
-    /// 64 MiB messages.
+    /// leader only, db-change-aware, 5 s probes, backoff 100 ms..5 s, 5 s to connect,
+    /// 5 s per remote, 64 MiB messages.
     pub fn new<S: AsRef<str>>(remotes: impl IntoIterator<Item = S>) -> Result<Self, InvalidRemote> {
         let mut parsed = Vec::new();
         for remote in remotes {
@@ -123,6 +129,7 @@ impl ClientOptions {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
+            remote_timeout: Duration::from_secs(5),
             max_message_len: crate::codec::DEFAULT_MAX_MESSAGE_LEN,
         })
     }
@@ -158,9 +165,16 @@ impl ClientOptions {
         self
     }
 
-    /// Sets the per-remote connect and set-up timeout.
+    /// Sets the deadline for the first connection over all remotes
+    /// ([`ClientOptions::connect_timeout`]).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the bound on one attempt at one remote ([`ClientOptions::remote_timeout`]).
+    pub fn with_remote_timeout(mut self, timeout: Duration) -> Self {
+        self.remote_timeout = timeout;
         self
     }
 

@@ -134,8 +134,8 @@ impl Conn {
     pub async fn open(remote: &Remote, max_len: usize, timeout: Duration) -> Result<Conn, String> {
         let (reader, writer) = tokio::time::timeout(timeout, remote.connect())
             .await
-            .map_err(|_| format!("connecting to {remote} timed out"))?
-            .map_err(|e| format!("connecting to {remote}: {e}"))?;
+            .map_err(|_| format!("connecting took longer than {timeout:?}"))?
+            .map_err(|e| format!("connecting: {e}"))?;
         Ok(Conn {
             remote: remote.clone(),
             reader: FramedRead::new(reader, JsonRpcCodec::new(max_len)),

@@ -29,7 +29,7 @@ pub(crate) struct Core {
     pub monitors: Monitors,
     pub server: ServerWatch,
     /// Highest Raft index seen for the checked database (never go back in time).
-    pub min_index: i64,
+    pub seen: server::Seen,
 }
 
 impl Core {
@@ -219,7 +219,7 @@ impl Core {
         self.server.apply(&updates).map_err(Ended::Lost)?;
         if let Some(database) = &self.options.database {
             let row = self.server.row(database);
-            server::check_server(row, database, self.options.leader_only, &mut self.min_index)
+            server::check_server(row, database, self.options.leader_only, &mut self.seen)
                 .map_err(Ended::Lost)?;
         }
         Ok(())

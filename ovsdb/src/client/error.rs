@@ -12,13 +12,19 @@ pub enum Error {
     /// A remote string could not be parsed.
     #[error(transparent)]
     InvalidRemote(#[from] InvalidRemote),
-    /// No remote was usable (refused, not leader, not connected, stale, ...).
-    #[error("no usable ovsdb server among {remotes}: {last_reason}")]
+    /// No remote was usable (refused, not leader, not connected, stale, ...) before the
+    /// deadline. Each remote's own latest reason is in `rejected`.
+    #[error(
+        "no usable ovsdb server among {remotes}: {}",
+        Rejection::list(rejected)
+    )]
     NoServer {
         /// The remotes tried, comma-separated.
         remotes: String,
         /// Why the last attempt was rejected.
         last_reason: String,
+        /// Why each remote was last rejected, in the order of the remotes.
+        rejected: Vec<Rejection>,
     },
     /// The connection dropped before the reply to a read-only or session request came.
     /// Nothing is retried automatically.
@@ -73,6 +79,28 @@ pub enum Error {
     /// The client's background task has stopped.
     #[error("the ovsdb client has shut down")]
     Closed,
+}
+
+/// Why one remote was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The remote, e.g. `tcp:127.0.0.1:6641`.
+    pub remote: String,
+    /// Why it was not used (without the remote's name).
+    pub reason: String,
+}
+
+impl Rejection {
+    fn list(rejected: &[Rejection]) -> String {
+        let parts: Vec<String> = rejected.iter().map(ToString::to_string).collect();
+        parts.join("; ")
+    }
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.remote, self.reason)
+    }
 }
 
 impl Error {

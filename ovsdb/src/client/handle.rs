@@ -11,12 +11,12 @@ use std::task::{Context, Poll, Waker};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio::time::{sleep, Instant};
+use tokio::time::{sleep, timeout_at, Instant};
 
 use super::conn::{Conn, UserCall};
 use super::dispatch::Core;
 use super::driver::{Command, Driver};
-use super::error::Error;
+use super::error::{Error, Rejection};
 use super::monitor::Monitors;
 use super::server::ServerWatch;
 use super::session::Shared;
@@ -64,7 +64,7 @@ impl Client {
             events: events.clone(),
             monitors: monitors.clone(),
             server: ServerWatch::default(),
-            min_index: 0,
+            seen: Default::default(),
         }));
         let mut driver = Driver {
             options: options.clone(),
@@ -335,15 +335,46 @@ impl serde::Serialize for TransactParams<'_> {
     }
 }
 
+/// The reason given for a remote the first connection never got to.
+const NOT_TRIED: &str = "not tried before the deadline";
+
+/// Tries the remotes in turn (with backoff between rounds) until one is accepted or
+/// [`ClientOptions::connect_timeout`] has passed; each attempt is also bounded by
+/// [`ClientOptions::remote_timeout`].
 async fn first_connection(driver: &mut Driver) -> Result<Conn, Error> {
     let deadline = Instant::now() + driver.options.connect_timeout;
     let mut backoff = driver.options.backoff_min;
+    let remotes = &driver.options.remotes;
+    let mut rejected: Vec<Rejection> = remotes
+        .iter()
+        .map(|remote| Rejection {
+            remote: remote.to_string(),
+            reason: NOT_TRIED.to_owned(),
+        })
+        .collect();
     let mut last_reason = String::new();
     loop {
         for _ in 0..driver.options.remotes.len() {
-            match driver.connect_next().await {
-                Ok(conn) => return Ok(conn),
-                Err(reason) => last_reason = reason,
+            let slot = driver.next_remote % driver.options.remotes.len();
+            match timeout_at(deadline, driver.connect_next()).await {
+                Ok(Ok(conn)) => return Ok(conn),
+                Ok(Err(rejection)) => {
+                    last_reason.clone_from(&rejection.reason);
+                    rejected[slot] = rejection;
+                }
+                // Cut short by the deadline: a reason from an earlier round says more.
+                Err(_) if rejected[slot].reason != NOT_TRIED => {}
+                Err(_) => {
+                    let reason = format!(
+                        "still trying when the {:?} deadline passed",
+                        driver.options.connect_timeout
+                    );
+                    last_reason.clone_from(&reason);
+                    rejected[slot].reason = reason;
+                }
+            }
+            if Instant::now() >= deadline {
+                break;
             }
         }
         if Instant::now() + backoff > deadline {
@@ -356,6 +387,7 @@ async fn first_connection(driver: &mut Driver) -> Result<Conn, Error> {
             return Err(Error::NoServer {
                 remotes: remotes.join(","),
                 last_reason,
+                rejected,
             });
         }
         sleep(backoff).await;

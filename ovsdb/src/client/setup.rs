@@ -8,7 +8,7 @@ use tracing::{debug, info};
 
 use super::conn::{Conn, Ended};
 use super::driver::Driver;
-use super::error::Error;
+use super::error::{Error, Rejection};
 use super::server::{self, ServerWatch};
 use super::Event;
 use crate::rpc::{params_to_raw, Message};
@@ -25,7 +25,7 @@ impl Driver {
                 }
                 match self.connect_next().await {
                     Ok(conn) => return Some(conn),
-                    Err(reason) => debug!(%reason, "ovsdb remote rejected"),
+                    Err(rejection) => debug!(%rejection, "ovsdb remote rejected"),
                 }
             }
             sleep(backoff).await;
@@ -33,21 +33,30 @@ impl Driver {
         }
     }
 
-    /// Connects to the next remote, checks it and resumes monitors on it.
-    pub async fn connect_next(&mut self) -> Result<Conn, String> {
+    /// Connects to the next remote, checks it and resumes monitors on it, all within
+    /// [`ClientOptions::remote_timeout`](super::ClientOptions::remote_timeout).
+    pub async fn connect_next(&mut self) -> Result<Conn, Rejection> {
         let remote = self.options.remotes[self.next_remote % self.options.remotes.len()].clone();
         self.next_remote = (self.next_remote + 1) % self.options.remotes.len();
-        let mut conn = Conn::open(
-            &remote,
-            self.options.max_message_len,
-            self.options.connect_timeout,
-        )
-        .await?;
-        let setup = tokio::time::timeout(self.options.connect_timeout, self.set_up(&mut conn));
-        match setup.await {
+        let rejected = |reason: String| Rejection {
+            remote: remote.to_string(),
+            reason,
+        };
+        let timeout = self.options.remote_timeout;
+        let mut conn = Conn::open(&remote, self.options.max_message_len, timeout)
+            .await
+            .map_err(rejected)?;
+        match tokio::time::timeout(timeout, self.set_up(&mut conn)).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(format!("{remote}: {e}")),
-            Err(_) => return Err(format!("{remote}: setting up the session timed out")),
+            // The server check says why in its own words; the remote is named once, by
+            // the rejection.
+            Ok(Err(Error::NoServer { last_reason, .. })) => return Err(rejected(last_reason)),
+            Ok(Err(e)) => return Err(rejected(e.to_string())),
+            Err(_) => {
+                return Err(rejected(format!(
+                    "setting up the session took longer than {timeout:?}"
+                )))
+            }
         }
         // Stay on this remote next time unless it fails.
         self.next_remote =
@@ -84,11 +93,12 @@ impl Driver {
                 core.server.row(&database),
                 &database,
                 self.options.leader_only,
-                &mut core.min_index,
+                &mut core.seen,
             )
             .map_err(|reason| Error::NoServer {
                 remotes: conn.remote.to_string(),
                 last_reason: reason,
+                rejected: Vec::new(),
             })?;
         }
         let monitors = self.shared.lock().core.monitors.clone();
@@ -114,6 +124,7 @@ impl Driver {
             Ended::Lost(reason) => Error::NoServer {
                 remotes: remote.clone(),
                 last_reason: reason,
+                rejected: Vec::new(),
             },
         };
         let request = Message::Request {
