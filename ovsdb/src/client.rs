@@ -211,6 +211,16 @@ pub enum Event {
         /// The lock's name.
         lock: String,
     },
+    /// A monitor's replica was reloaded from scratch because an update did not apply to
+    /// it (it had diverged from the server, e.g. an update named a row it never had):
+    /// the replica now holds the server's full contents. Anything derived from the
+    /// replica incrementally should be rebuilt.
+    Resynced {
+        /// The monitor id.
+        monitor: String,
+        /// What did not apply.
+        reason: String,
+    },
     /// The server canceled a monitor (`monitor_canceled`, e.g. its database was removed).
     MonitorCanceled {
         /// The monitor id.

@@ -15,7 +15,7 @@ use tracing::{debug, warn};
 use super::conn::{Conn, Ended, Pending, UserCall};
 use super::driver::Command;
 use super::error::Error;
-use super::monitor::Monitors;
+use super::monitor::{Monitors, Started};
 use super::server::{self, ServerWatch, SERVER_MONITOR_ID};
 use super::{ClientOptions, Event};
 use crate::rpc::{params_to_raw, Message, RpcError};
@@ -154,9 +154,23 @@ impl Core {
                         error,
                     }),
                 };
-                if applied.is_err() {
-                    self.monitors.forget(monitor);
-                }
+                let applied = match applied {
+                    Ok(started) => {
+                        self.after_start(conn, monitor, started);
+                        Ok(())
+                    }
+                    Err(error) => {
+                        if reply.is_none() {
+                            // A reload nobody awaits failed: the monitor stops, loudly.
+                            warn!(%error, "reloading a monitor failed; it is stopped");
+                            if let Some(id) = self.monitors.current_id(monitor) {
+                                let _ = self.events.send(Event::MonitorCanceled { monitor: id });
+                            }
+                        }
+                        self.monitors.forget(monitor);
+                        Err(error)
+                    }
+                };
                 if let Some(reply) = reply {
                     let _ = reply.send(applied);
                 }
@@ -180,14 +194,23 @@ impl Core {
             {
                 self.on_server_update(params)
             }
-            "update" | "update2" | "update3" => {
-                if let Err(error) = self.monitors.on_update(method, params) {
-                    // The replica can no longer be trusted: resync from scratch.
-                    return Err(Ended::Lost(format!(
-                        "applying {method} from {}: {error}",
-                        conn.remote
-                    )));
+            "update2" | "update3" => match self.monitors.on_update(method, params) {
+                Ok(None) => Ok(()),
+                Ok(Some(diverged)) => {
+                    self.restart_monitor(conn, diverged);
+                    Ok(())
                 }
+                // Undecodable: the session cannot be trusted. The monitor's transaction
+                // id is forgotten, so the next connection reloads it from scratch.
+                Err(error) => Err(Ended::Lost(format!(
+                    "decoding {method} from {}: {error}",
+                    conn.remote
+                ))),
+            },
+            "update" => {
+                // `monitor` (v1) is only used for `_Server`; requests for it through
+                // `Client::request` are refused, so this is a stray we can ignore.
+                debug!("ignoring an update notification for an unknown monitor");
                 Ok(())
             }
             "locked" | "stolen" | "monitor_canceled" => {
@@ -209,6 +232,47 @@ impl Core {
                 Ok(())
             }
         }
+    }
+
+    /// Tells subscribers about a finished resync, or starts one if the reply diverged.
+    pub(super) fn after_start(&mut self, conn: &mut Conn, monitor: u64, started: Started) {
+        if let Some((monitor, reason)) = started.resynced {
+            let _ = self.events.send(Event::Resynced { monitor, reason });
+        }
+        if started.diverged {
+            self.restart_monitor(conn, monitor);
+        }
+    }
+
+    /// Reloads a monitor whose replica diverged, on the same connection: cancels it and
+    /// starts it again without a transaction id, so the server sends the full contents
+    /// (`found=false`), which replace the replica. Requests in flight are not disturbed.
+    fn restart_monitor(&mut self, conn: &mut Conn, monitor: u64) {
+        let Some(monitor_id) = self.monitors.current_id(monitor) else {
+            return;
+        };
+        let id = self.next_id();
+        conn.pending.insert(id, Pending::Ignore);
+        conn.feed(&Message::request(
+            id,
+            "monitor_cancel",
+            vec![json!(monitor_id)],
+        ));
+        // The server handles requests in order: the id is free again when this arrives.
+        let (method, params) = self.monitors.start_request(monitor);
+        let id = self.next_id();
+        conn.pending.insert(
+            id,
+            Pending::MonitorStart {
+                monitor,
+                reply: None,
+            },
+        );
+        conn.feed(&Message::Request {
+            id: json!(id),
+            method: method.to_owned(),
+            params: params_to_raw(&params),
+        });
     }
 
     /// `_Server.Database` changed: drop the connection if the server no longer qualifies

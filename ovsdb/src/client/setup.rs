@@ -105,7 +105,20 @@ impl Driver {
         for monitor in monitors.keys() {
             let (method, params) = monitors.start_request(monitor);
             let reply = self.call_inline(conn, method, &params).await?;
-            monitors.on_start_reply(monitor, &reply)?;
+            let mut started = monitors.on_start_reply(monitor, &reply)?;
+            if started.diverged {
+                // The delta did not apply: reload from scratch (the transaction id is
+                // forgotten, so this start asks for the full contents).
+                if let Some(id) = monitors.current_id(monitor) {
+                    self.call_inline(conn, "monitor_cancel", &[id]).await?;
+                }
+                let (method, params) = monitors.start_request(monitor);
+                let reply = self.call_inline(conn, method, &params).await?;
+                started = monitors.on_start_reply(monitor, &reply)?;
+            }
+            if let Some((monitor, reason)) = started.resynced {
+                let _ = self.events().send(Event::Resynced { monitor, reason });
+            }
         }
         Ok(())
     }
