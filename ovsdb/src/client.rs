@@ -45,9 +45,17 @@
 //! A request written on a connection that then dropped is **never re-sent**: a
 //! `transact` fails with [`Error::OutcomeUnknown`], anything else with
 //! [`Error::ConnectionLost`]. Requests issued while disconnected wait for the next
-//! connection. Dropping a pending request's future forgets it and sends the server a
-//! `cancel` notification (ovsdb-server only answers canceled requests on sessions that
-//! called `set_db_change_aware(true)`, which this client does by default).
+//! connection. Dropping a pending request's future, canceling it, or its timeout passing
+//! ([`Client::with_request_timeout`]) forgets it and sends the server a `cancel`
+//! notification. A read-only request then fails with [`Error::Canceled`] (or
+//! [`Error::TimedOut`]); a `transact` with [`Error::OutcomeUnknown`], because
+//! ovsdb-server cancels only a transaction still blocked in `wait` and may already have
+//! committed it: settle it by reading the database back (the replica of a monitor, or a
+//! `select`) before retrying.
+//!
+//! Locks taken with [`Client::lock`] or [`Client::steal`] belong to a connection; after a
+//! reconnect the client asks for each again and reports [`Event::Locked`] once it holds
+//! it.
 
 mod conn;
 mod dispatch;
@@ -63,7 +71,7 @@ mod setup;
 
 use std::time::Duration;
 
-pub use error::{Error, Rejection};
+pub use error::{Error, GaveUp, Rejection};
 pub use handle::{Client, PendingRequest};
 pub use monitor::{MonitorMethod, MonitorRequest};
 pub use monitor_handle::Monitor;

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
-use super::error::Error;
+use super::error::{Error, GaveUp};
 use super::remote::{Remote, Stream, StreamWriter};
 use crate::codec::{DecodeError, JsonRpcCodec};
 use crate::rpc::Message;
@@ -219,6 +219,7 @@ impl Conn {
                     let error = if transact {
                         Error::OutcomeUnknown {
                             remote: remote.clone(),
+                            why: GaveUp::ConnectionLost,
                         }
                     } else {
                         Error::ConnectionLost {

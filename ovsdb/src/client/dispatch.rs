@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 
 use super::conn::{Conn, Ended, Pending, UserCall};
 use super::driver::Command;
-use super::error::Error;
+use super::error::{Error, GaveUp};
 use super::monitor::{Monitors, Started};
 use super::server::{self, ServerWatch, SERVER_MONITOR_ID};
 use super::{ClientOptions, Event};
@@ -92,8 +92,21 @@ impl Core {
     }
 
     fn cancel(&mut self, conn: &mut Conn, id: u64, done: Option<oneshot::Sender<()>>) {
-        if let Some(Pending::User(UserCall { reply, .. })) = conn.pending.remove(&id) {
-            let _ = reply.send(Err(Error::Canceled { id }));
+        if let Some(Pending::User(UserCall {
+            reply, transact, ..
+        })) = conn.pending.remove(&id)
+        {
+            // The server cancels only a transaction blocked in `wait`; any other may have
+            // committed already.
+            let error = if transact {
+                Error::OutcomeUnknown {
+                    remote: conn.remote.to_string(),
+                    why: GaveUp::Canceled,
+                }
+            } else {
+                Error::Canceled { id }
+            };
+            let _ = reply.send(Err(error));
             // Only a session that set db-change-awareness gets a reply ("canceled") to
             // the canceled request; we have forgotten the id either way.
             conn.feed(&Message::notification("cancel", vec![json!(id)]));

@@ -64,6 +64,8 @@ pub(crate) struct Driver {
     pub next_remote: usize,
     /// The remote of the live connection, shared with the handles.
     pub current: Arc<std::sync::Mutex<Option<String>>>,
+    /// Locks the handles asked for and did not release (asked for again on reconnect).
+    pub locks: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl Driver {

@@ -46,8 +46,8 @@ impl Driver {
         let mut conn = Conn::open(&remote, self.options.max_message_len, timeout)
             .await
             .map_err(rejected)?;
-        match tokio::time::timeout(timeout, self.set_up(&mut conn)).await {
-            Ok(Ok(())) => {}
+        let later = match tokio::time::timeout(timeout, self.set_up(&mut conn)).await {
+            Ok(Ok(later)) => later,
             // The server check says why in its own words; the remote is named once, by
             // the rejection.
             Ok(Err(Error::NoServer { last_reason, .. })) => return Err(rejected(last_reason)),
@@ -57,22 +57,29 @@ impl Driver {
                     "setting up the session took longer than {timeout:?}"
                 )))
             }
-        }
+        };
         // Stay on this remote next time unless it fails.
         self.next_remote =
             (self.next_remote + self.options.remotes.len() - 1) % self.options.remotes.len();
         info!(%remote, "ovsdb connected");
         self.set_current(Some(remote.to_string()));
-        let _ = self.events().send(Event::Connected {
+        let events = self.events();
+        let _ = events.send(Event::Connected {
             remote: remote.to_string(),
         });
+        for event in later {
+            let _ = events.send(event);
+        }
         Ok(conn)
     }
 
     /// Session set-up on a fresh connection (not yet published, so every request
     /// waits in the queue meanwhile): db-change-awareness, the `_Server` check, then
-    /// every registered monitor (resumed from its last transaction id).
-    async fn set_up(&mut self, conn: &mut Conn) -> Result<(), Error> {
+    /// the locks the handles hold or wait for, then every registered monitor (resumed
+    /// from its last transaction id). Returns the events to report once connected
+    /// (locks granted again, monitors reloaded from scratch).
+    async fn set_up(&mut self, conn: &mut Conn) -> Result<Vec<Event>, Error> {
+        let mut later = Vec::new();
         if self.options.db_change_aware {
             self.call_inline(conn, "set_db_change_aware", &json!([true]))
                 .await?;
@@ -101,6 +108,23 @@ impl Driver {
                 rejected: Vec::new(),
             })?;
         }
+        let locks: Vec<String> = {
+            let locks = self.locks.lock();
+            locks
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned()
+                .collect()
+        };
+        for lock in locks {
+            // Not granted now: the server queues it and sends `locked` later.
+            let reply = self.call_inline(conn, "lock", &[&lock]).await?;
+            let granted: Value =
+                serde_json::from_str(reply.get()).map_err(|e| Error::bad_reply("lock", e))?;
+            if granted.get("locked") == Some(&Value::Bool(true)) {
+                later.push(Event::Locked { lock });
+            }
+        }
         let monitors = self.shared.lock().core.monitors.clone();
         for monitor in monitors.keys() {
             let (method, params) = monitors.start_request(monitor);
@@ -117,10 +141,10 @@ impl Driver {
                 started = monitors.on_start_reply(monitor, &reply)?;
             }
             if let Some((monitor, reason)) = started.resynced {
-                let _ = self.events().send(Event::Resynced { monitor, reason });
+                later.push(Event::Resynced { monitor, reason });
             }
         }
-        Ok(())
+        Ok(later)
     }
 
     /// Sends one request and handles incoming traffic until its reply arrives.
