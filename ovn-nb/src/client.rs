@@ -133,4 +133,15 @@ impl NbClient {
     ) -> Result<Stored<T>, NbError> {
         Ok(self.db.wait_for(what, timeout, predicate).await?)
     }
+
+    /// Waits until no row of `T` satisfies `predicate` (e.g. a deleted port is gone from
+    /// the replica), up to `timeout`.
+    pub async fn wait_gone<T: Table>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        predicate: impl FnMut(&T) -> bool,
+    ) -> Result<(), NbError> {
+        Ok(self.db.wait_gone(what, timeout, predicate).await?)
+    }
 }

@@ -135,6 +135,7 @@ impl std::fmt::Display for GaveUp {
 
 /// Why one remote was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Rejection {
     /// The remote, e.g. `tcp:127.0.0.1:6641`.
     pub remote: String,

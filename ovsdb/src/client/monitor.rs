@@ -35,6 +35,7 @@ pub(crate) const ZERO_TXN_ID: &str = "00000000-0000-0000-0000-000000000000";
 
 /// Which monitor method to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum MonitorMethod {
     /// `monitor_cond` / `update2`: a reconnect downloads everything again.
     Cond,
