@@ -86,7 +86,8 @@ pub struct ClientOptions {
     pub remotes: Vec<Remote>,
     /// The database whose `_Server.Database` row decides whether a server is usable
     /// (leader, connected, schema present, Raft index not going backwards). `None`
-    /// accepts any server that answers.
+    /// accepts any server that answers. The typed clients (`NbClient`, `SbClient`,
+    /// `VsClient`) set their own database here unless it is set already.
     pub database: Option<String>,
     /// Use only the cluster leader (the default). `false` allows followers, which serve
     /// reads and monitors locally but forward every write to the leader (slow under load).
