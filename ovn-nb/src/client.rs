@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use ovsdb::client::Client;
-use ovsdb::typed::{name_index, Stored, Table, TypedClient, TypedStore};
+use ovsdb::client::{Client, ClientOptions, Error as ClientError};
+use ovsdb::typed::{name_index, DbError, Stored, Table, TypedClient, TypedStore};
 
 use crate::txn::NbTxn;
 use crate::{
@@ -46,17 +46,29 @@ fn indexes() -> Vec<ovsdb::cache::IndexSpec> {
 
 impl NbClient {
     /// Connects to `remotes` (comma-separated `unix:`/`tcp:`, or the passive
-    /// `punix:`/`ptcp:`), checks the schema and replicates the database. `ssl:` and
-    /// `pssl:` need a key and certificates: connect an [`ovsdb::Client`] with
-    /// [`ovsdb::ClientOptions::with_tls`] and pass it to [`NbClient::with_client`].
+    /// `punix:`/`ptcp:`), checks the schema and replicates the database. Only a server
+    /// that is the leader of a connected cluster (or a standalone server) is used; see
+    /// [`NbClient::connect_with`]. `ssl:` and `pssl:` need a key and certificates: pass
+    /// options built with [`ovsdb::ClientOptions::with_tls`] to [`NbClient::connect_with`].
     pub async fn connect(remotes: &str) -> Result<NbClient, NbError> {
-        let client = Client::connect(remotes)
-            .await
-            .map_err(ovsdb::codegen::typed::DbError::from)?;
+        let options =
+            ClientOptions::new([remotes]).map_err(|e| DbError::from(ClientError::from(e)))?;
+        NbClient::connect_with(options).await
+    }
+
+    /// Connects with explicit options. Unless `options` name a database already, servers
+    /// are checked through `_Server` for `OVN_Northbound`: a cluster member is used only
+    /// while it is connected to a majority, its Raft index has not gone back, and (with
+    /// [`ClientOptions::leader_only`], the default) it is the leader.
+    pub async fn connect_with(mut options: ClientOptions) -> Result<NbClient, NbError> {
+        if options.database.is_none() {
+            options = options.with_database(generated::DATABASE);
+        }
+        let client = Client::connect_with(options).await.map_err(DbError::from)?;
         NbClient::with_client(client).await
     }
 
-    /// Uses an already connected client.
+    /// Uses an already connected client (whose options decide which servers qualify).
     pub async fn with_client(client: Client) -> Result<NbClient, NbError> {
         let db = TypedClient::connect(
             client,
@@ -129,5 +141,16 @@ impl NbClient {
         predicate: impl FnMut(&T) -> bool,
     ) -> Result<Stored<T>, NbError> {
         Ok(self.db.wait_for(what, timeout, predicate).await?)
+    }
+
+    /// Waits until no row of `T` satisfies `predicate` (e.g. a deleted port is gone from
+    /// the replica), up to `timeout`.
+    pub async fn wait_gone<T: Table>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        predicate: impl FnMut(&T) -> bool,
+    ) -> Result<(), NbError> {
+        Ok(self.db.wait_gone(what, timeout, predicate).await?)
     }
 }

@@ -191,6 +191,7 @@ async fn typed_layer_reports_a_failed_row_exists_guard_as_row_gone() {
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
     let lost = NbError::from(ClientError::OutcomeUnknown {
         remote: "unix:/nowhere".to_string(),
+        why: ovn_nb::ovsdb::client::GaveUp::ConnectionLost,
     });
     assert!(lost.is_outcome_unknown());
     let refused = NbError::from(ClientError::Closed);

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use ovsdb::cache::IndexSpec;
-use ovsdb::client::Client;
+use ovsdb::client::{Client, ClientOptions, Error as ClientError};
 use ovsdb::typed::{
     column_index, index_name, name_index, DbError, DecodeError, RowId, Stored, Table, TypedClient,
     TypedStore,
@@ -65,9 +65,29 @@ fn indexes() -> Vec<IndexSpec> {
 }
 
 impl SbClient {
-    /// Connects to `remotes`, checks the schema and replicates the database.
+    /// Connects to `remotes`, checks the schema and replicates the database. Only a
+    /// server that is the leader of a connected cluster (or a standalone server) is used;
+    /// see [`SbClient::connect_with`].
     pub async fn connect(remotes: &str) -> Result<SbClient, SbError> {
-        let client = Client::connect(remotes).await.map_err(DbError::from)?;
+        let options =
+            ClientOptions::new([remotes]).map_err(|e| DbError::from(ClientError::from(e)))?;
+        SbClient::connect_with(options).await
+    }
+
+    /// Connects with explicit options. Unless `options` name a database already, servers
+    /// are checked through `_Server` for `OVN_Southbound`: a cluster member is used only
+    /// while it is connected to a majority, its Raft index has not gone back, and (with
+    /// [`ClientOptions::leader_only`], the default) it is the leader.
+    pub async fn connect_with(mut options: ClientOptions) -> Result<SbClient, SbError> {
+        if options.database.is_none() {
+            options = options.with_database(generated::DATABASE);
+        }
+        let client = Client::connect_with(options).await.map_err(DbError::from)?;
+        SbClient::with_client(client).await
+    }
+
+    /// Uses an already connected client (whose options decide which servers qualify).
+    pub async fn with_client(client: Client) -> Result<SbClient, SbError> {
         let db = TypedClient::connect(
             client,
             generated::DATABASE,

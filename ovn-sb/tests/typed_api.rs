@@ -41,6 +41,7 @@ async fn chassis_added_with_ovn_sbctl_reads_back_through_re_exported_types() {
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
     let lost = SbError::from(ClientError::OutcomeUnknown {
         remote: "unix:/nowhere".to_string(),
+        why: ovn_sb::ovsdb::client::GaveUp::ConnectionLost,
     });
     assert!(lost.is_outcome_unknown());
     assert!(!SbError::from(ClientError::Closed).is_outcome_unknown());

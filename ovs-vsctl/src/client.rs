@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use ovsdb::client::Client;
+use ovsdb::client::{Client, ClientOptions, Error as ClientError};
 use ovsdb::typed::{name_index, DbError, Stored, TypedClient, TypedStore};
 
 use crate::{generated, Bridge, Interface, Port, VsError, VsTxn};
@@ -16,7 +16,23 @@ pub struct VsClient {
 impl VsClient {
     /// Connects to `remote` (e.g. `unix:/run/openvswitch/db.sock`).
     pub async fn connect(remote: &str) -> Result<VsClient, VsError> {
-        let client = Client::connect(remote).await.map_err(DbError::from)?;
+        let options =
+            ClientOptions::new([remote]).map_err(|e| DbError::from(ClientError::from(e)))?;
+        VsClient::connect_with(options).await
+    }
+
+    /// Connects with explicit options. Unless `options` name a database already, the
+    /// server is checked through `_Server` for `Open_vSwitch` (it must serve it).
+    pub async fn connect_with(mut options: ClientOptions) -> Result<VsClient, VsError> {
+        if options.database.is_none() {
+            options = options.with_database(generated::DATABASE);
+        }
+        let client = Client::connect_with(options).await.map_err(DbError::from)?;
+        VsClient::with_client(client).await
+    }
+
+    /// Uses an already connected client (whose options decide which servers qualify).
+    pub async fn with_client(client: Client) -> Result<VsClient, VsError> {
         let indexes = vec![
             name_index::<Bridge>(),
             name_index::<Port>(),

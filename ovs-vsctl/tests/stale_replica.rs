@@ -178,6 +178,7 @@ async fn root_row_created_meanwhile_is_already_exists() {
 fn outcome_unknown_is_asked_directly_of_the_typed_error() {
     let lost = VsError::from(ClientError::OutcomeUnknown {
         remote: "unix:/nowhere".to_string(),
+        why: ovs_vsctl::ovsdb::client::GaveUp::ConnectionLost,
     });
     assert!(lost.is_outcome_unknown());
     assert!(!VsError::from(ClientError::Closed).is_outcome_unknown());

@@ -50,11 +50,20 @@
 //! A request written on a connection that then dropped is **never re-sent**: a
 //! `transact` fails with [`Error::OutcomeUnknown`], anything else with
 //! [`Error::ConnectionLost`]. Requests issued while disconnected wait for the next
-//! connection. Dropping a pending request's future forgets it and sends the server a
-//! `cancel` notification (ovsdb-server only answers canceled requests on sessions that
-//! called `set_db_change_aware(true)`, which this client does by default).
+//! connection. Dropping a pending request's future, canceling it, or its timeout passing
+//! ([`Client::with_request_timeout`]) forgets it and sends the server a `cancel`
+//! notification. A read-only request then fails with [`Error::Canceled`] (or
+//! [`Error::TimedOut`]); a `transact` with [`Error::OutcomeUnknown`], because
+//! ovsdb-server cancels only a transaction still blocked in `wait` and may already have
+//! committed it: settle it by reading the database back (the replica of a monitor, or a
+//! `select`) before retrying.
+//!
+//! Locks taken with [`Client::lock`] or [`Client::steal`] belong to a connection; after a
+//! reconnect the client asks for each again and reports [`Event::Locked`] once it holds
+//! it.
 
 mod conn;
+mod dispatch;
 mod driver;
 mod error;
 mod handle;
@@ -64,18 +73,21 @@ mod oneshot;
 mod plain;
 mod remote;
 mod server;
+mod session;
+mod setup;
 mod tls;
 mod tls_v1;
 mod transport;
 
 use std::time::Duration;
 
-pub use error::Error;
+pub use error::{Error, GaveUp, Rejection};
 pub use handle::{Client, PendingRequest};
 pub use monitor::{MonitorMethod, MonitorRequest};
 pub use monitor_handle::Monitor;
 pub use oneshot::{connect_cluster, ClusterOptions, Deadline, OneshotConnection, OneshotError};
 pub use remote::{InvalidRemote, Remote};
+pub use server::Seen;
 pub use tls::{TlsConfig, TlsError, TlsFile};
 
 /// How a [`Client`] connects and behaves; build with [`ClientOptions::new`] and its
@@ -87,7 +99,8 @@ pub struct ClientOptions {
     pub remotes: Vec<Remote>,
     /// The database whose `_Server.Database` row decides whether a server is usable
     /// (leader, connected, schema present, Raft index not going backwards). `None`
-    /// accepts any server that answers.
+    /// accepts any server that answers. The typed clients (`NbClient`, `SbClient`,
+    /// `VsClient`) set their own database here unless it is set already.
     pub database: Option<String>,
     /// Use only the cluster leader (the default). `false` allows followers, which serve
     /// reads and monitors locally but forward every write to the leader (slow under load).
@@ -102,8 +115,14 @@ pub struct ClientOptions {
     pub backoff_min: Duration,
     /// Largest delay between rounds of reconnection attempts.
     pub backoff_max: Duration,
-    /// Bound on connecting to one remote and setting up the session there.
+    /// Deadline for [`Client::connect_with`] to find a usable server, over every remote
+    /// and round of backoff; it then fails with [`Error::NoServer`]. (Once connected, the
+    /// client keeps reconnecting without a deadline.)
     pub connect_timeout: Duration,
+    /// Bound on one attempt at one remote: connecting the socket, the `_Server` check and
+    /// resuming monitors there. A remote that does not answer is left for the next one
+    /// after this long, at connect time and when reconnecting.
+    pub remote_timeout: Duration,
     /// Largest message accepted from the server.
     pub max_message_len: usize,
     /// Private key, certificate and CA certificate for `ssl:` and `pssl:` remotes.
@@ -113,8 +132,8 @@ pub struct ClientOptions {
 impl ClientOptions {
     /// Options for a list of remotes (`unix:PATH`, `tcp:HOST:PORT`, `ssl:HOST:PORT`,
     /// `punix:PATH`, `ptcp:PORT[:IP]`, `pssl:PORT[:IP]`) with the defaults:
-    /// leader only, db-change-aware, 5 s probes, backoff 100 ms..5 s, 5 s connect timeout,
-    /// 64 MiB messages.
+    /// leader only, db-change-aware, 5 s probes, backoff 100 ms..5 s, 5 s to connect,
+    /// 5 s per remote, 64 MiB messages.
     pub fn new<S: AsRef<str>>(remotes: impl IntoIterator<Item = S>) -> Result<Self, InvalidRemote> {
         let mut parsed = Vec::new();
         for remote in remotes {
@@ -135,6 +154,7 @@ impl ClientOptions {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
+            remote_timeout: Duration::from_secs(5),
             max_message_len: crate::codec::DEFAULT_MAX_MESSAGE_LEN,
             tls: None,
         })
@@ -171,9 +191,16 @@ impl ClientOptions {
         self
     }
 
-    /// Sets the per-remote connect and set-up timeout.
+    /// Sets the deadline for the first connection over all remotes
+    /// ([`ClientOptions::connect_timeout`]).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the bound on one attempt at one remote ([`ClientOptions::remote_timeout`]).
+    pub fn with_remote_timeout(mut self, timeout: Duration) -> Self {
+        self.remote_timeout = timeout;
         self
     }
 
@@ -216,6 +243,16 @@ pub enum Event {
     Stolen {
         /// The lock's name.
         lock: String,
+    },
+    /// A monitor's replica was reloaded from scratch because an update did not apply to
+    /// it (it had diverged from the server, e.g. an update named a row it never had):
+    /// the replica now holds the server's full contents. Anything derived from the
+    /// replica incrementally should be rebuilt.
+    Resynced {
+        /// The monitor id.
+        monitor: String,
+        /// What did not apply.
+        reason: String,
     },
     /// The server canceled a monitor (`monitor_canceled`, e.g. its database was removed).
     MonitorCanceled {

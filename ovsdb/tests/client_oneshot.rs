@@ -2,7 +2,7 @@
 //! against real ovsdb-servers: a standalone NB server and a 3-member Raft cluster.
 
 use ovn_harness::{Db, OvsdbServer, RaftCluster};
-use ovsdb::client::{connect_cluster, ClusterOptions, Deadline, OneshotError, Remote};
+use ovsdb::client::{connect_cluster, ClusterOptions, Deadline, OneshotError, Remote, Seen};
 use serde_json::json;
 
 const NB: &str = "OVN_Northbound";
@@ -22,7 +22,8 @@ fn standalone_schema_transact_and_rpc_errors() {
     }
     let server = OvsdbServer::start(Db::Northbound).expect("start NB");
     let remotes = Remote::parse_list(&server.unix_remote()).expect("remote parses");
-    let mut conn = connect_cluster(&remotes, NB, &options(true, 10), &mut 0).expect("connect");
+    let mut conn =
+        connect_cluster(&remotes, NB, &options(true, 10), &mut Seen::default()).expect("connect");
     let (schema, _) = conn.get_schema(NB).expect("schema");
     assert!(schema.table("Logical_Switch").is_some());
     let insert = json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "a"}});
@@ -46,7 +47,7 @@ fn a_dead_single_remote_is_reported_at_once_with_its_name() {
     let dir = tempfile::tempdir().expect("temp dir");
     let remote = format!("unix:{}/missing.sock", dir.path().display());
     let remotes = Remote::parse_list(&remote).expect("remote parses");
-    let err = connect_cluster(&remotes, NB, &options(true, 30), &mut 0).unwrap_err();
+    let err = connect_cluster(&remotes, NB, &options(true, 30), &mut Seen::default()).unwrap_err();
     assert!(matches!(err, OneshotError::Io { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -70,14 +71,17 @@ fn cluster_list_finds_the_leader_past_dead_members_and_followers() {
         .map(String::as_str)
         .join(",");
     let remotes = Remote::parse_list(&list).expect("list parses");
-    let conn = connect_cluster(&remotes, NB, &options(true, 30), &mut 0).expect("leader");
+    let conn =
+        connect_cluster(&remotes, NB, &options(true, 30), &mut Seen::default()).expect("leader");
     assert_eq!(conn.remote(), unix[leader]);
     // With followers allowed, the first live member (the follower) is taken.
-    let conn = connect_cluster(&remotes, NB, &options(false, 30), &mut 0).expect("follower");
+    let conn =
+        connect_cluster(&remotes, NB, &options(false, 30), &mut Seen::default()).expect("follower");
     assert_eq!(conn.remote(), unix[follower]);
     // Leader only, with only a follower listed: a timeout that says why.
     let only_follower = Remote::parse_list(&unix[follower]).expect("parses");
-    let err = connect_cluster(&only_follower, NB, &options(true, 2), &mut 0).unwrap_err();
+    let err =
+        connect_cluster(&only_follower, NB, &options(true, 2), &mut Seen::default()).unwrap_err();
     assert!(
         matches!(err, OneshotError::Timeout { secs: 2, .. }),
         "{err:?}"

@@ -54,7 +54,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
         deadline: (global.timeout > 0).then(|| Deadline::after_secs(global.timeout)),
     };
     tracing::debug!(%remote, n = commands.len(), "running commands");
-    let mut min_index = 0;
+    let mut seen = ovsdb::client::Seen::default();
     let mut unsettled: Option<Unsettled> = None;
     for retry in 0u32.. {
         if retry > 0 {
@@ -63,7 +63,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
             std::thread::sleep(std::time::Duration::from_millis(10 << retry.min(6)));
         }
         datum::rewind_uuids();
-        let conn = connect_cluster(&remotes, tool.database, &options, &mut min_index)?;
+        let conn = connect_cluster(&remotes, tool.database, &options, &mut seen)?;
         match attempt(tool, &global, &commands, conn, unsettled.as_ref()) {
             Ok(Attempt::Done(out)) => return Ok(out),
             Ok(Attempt::Unsettled(u)) => {

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
-use super::error::Error;
+use super::error::{Error, GaveUp};
 use super::remote::Remote;
 use super::transport::{Connector, Stream, StreamWriter};
 use crate::codec::{DecodeError, JsonRpcCodec};
@@ -142,8 +142,8 @@ impl Conn {
     ) -> Result<Conn, String> {
         let (reader, writer) = tokio::time::timeout(timeout, connector.open(remote))
             .await
-            .map_err(|_| format!("connecting to {remote} timed out"))?
-            .map_err(|e| format!("connecting to {remote}: {e}"))?;
+            .map_err(|_| format!("connecting took longer than {timeout:?}"))?
+            .map_err(|e| format!("connecting: {e}"))?;
         Ok(Conn {
             remote: remote.clone(),
             reader: FramedRead::new(reader, JsonRpcCodec::new(max_len)),
@@ -227,6 +227,7 @@ impl Conn {
                     let error = if transact {
                         Error::OutcomeUnknown {
                             remote: remote.clone(),
+                            why: GaveUp::ConnectionLost,
                         }
                     } else {
                         Error::ConnectionLost {

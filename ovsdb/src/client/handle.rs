@@ -1,23 +1,26 @@
 //! [`Client`]: the handle callers use, and [`PendingRequest`], a cancellable reply.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio::time::{sleep, Instant};
+use tokio::time::{sleep, timeout_at, Instant};
 
 use super::conn::{Conn, UserCall};
-use super::driver::{Command, Core, Driver, Shared};
-use super::error::Error;
+use super::dispatch::Core;
+use super::driver::{Command, Driver};
+use super::error::{Error, GaveUp, Rejection};
 use super::monitor::Monitors;
 use super::server::ServerWatch;
+use super::session::Shared;
 use super::transport::Connector;
 use super::{ClientOptions, Event};
 use crate::operation::{Operation, OperationResult, TransactReply};
@@ -29,6 +32,9 @@ use crate::schema::DatabaseSchema;
 #[derive(Debug, Clone)]
 pub struct Client {
     pub(super) inner: Arc<Inner>,
+    /// How long this handle's calls wait for their reply (see
+    /// [`Client::with_request_timeout`]).
+    timeout: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -41,6 +47,8 @@ pub(super) struct Inner {
     pub monitors: Monitors,
     pub options: Arc<ClientOptions>,
     pub current: Arc<Mutex<Option<String>>>,
+    /// Locks asked for and not released, asked for again on every new connection.
+    pub locks: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Client {
@@ -63,7 +71,7 @@ impl Client {
             events: events.clone(),
             monitors: monitors.clone(),
             server: ServerWatch::default(),
-            min_index: 0,
+            seen: Default::default(),
         }));
         let mut driver = Driver {
             options: options.clone(),
@@ -72,9 +80,11 @@ impl Client {
             ids: ids.clone(),
             next_remote: 0,
             current: Arc::new(Mutex::new(None)),
+            locks: Arc::default(),
             connector: Connector::new(options.tls.clone()),
         };
         let current = driver.current.clone();
+        let locks = driver.locks.clone();
         let conn = first_connection(&mut driver).await?;
         driver.publish(conn);
         tokio::spawn(driver.run());
@@ -88,8 +98,28 @@ impl Client {
                 monitors,
                 options,
                 current,
+                locks,
             }),
+            timeout: None,
         })
+    }
+
+    /// A handle on the same session whose calls ([`Client::transact`], [`Client::call`],
+    /// [`Client::echo`], ...; not the raw [`PendingRequest`] of [`Client::request`]) give
+    /// up after `timeout` (`None`: wait as long as it takes, the default). A `transact`
+    /// that times out fails with [`Error::OutcomeUnknown`] (it may still commit: see
+    /// there how to settle it), any other call with [`Error::TimedOut`]; either way the
+    /// server is sent a `cancel`.
+    pub fn with_request_timeout(&self, timeout: Option<Duration>) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            timeout,
+        }
+    }
+
+    /// This handle's request timeout ([`Client::with_request_timeout`]).
+    pub fn request_timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The options this client was built with.
@@ -121,12 +151,52 @@ impl Client {
 
     /// Sends any request (escape hatch for methods without a wrapper) and returns a
     /// future for its raw result. `params` is written as given (always an array).
+    ///
+    /// Starting a monitor (`monitor`, `monitor_cond`, `monitor_cond_since`) this way is
+    /// refused with [`Error::UseMonitorApi`]: its updates would have no replica to go to.
     pub fn request<P: serde::Serialize + ?Sized>(
         &self,
         method: &str,
         params: &P,
     ) -> PendingRequest {
+        if matches!(method, "monitor" | "monitor_cond" | "monitor_cond_since") {
+            return PendingRequest::failed(Error::UseMonitorApi {
+                method: method.to_owned(),
+            });
+        }
         self.request_encoded(method, params, method == "transact")
+    }
+
+    /// Sends a request and waits for its reply, within this handle's timeout.
+    async fn ask<P: serde::Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<Box<RawValue>, Error> {
+        self.reply_of(self.request(method, params), method).await
+    }
+
+    /// Waits for `pending`, within this handle's timeout.
+    async fn reply_of(
+        &self,
+        pending: PendingRequest,
+        method: &str,
+    ) -> Result<Box<RawValue>, Error> {
+        let Some(after) = self.timeout else {
+            return pending.await;
+        };
+        match tokio::time::timeout(after, pending).await {
+            Ok(outcome) => outcome,
+            // The pending request is dropped: the server is sent a `cancel`.
+            Err(_) if method == "transact" => Err(Error::OutcomeUnknown {
+                remote: self.current_remote().unwrap_or_default(),
+                why: GaveUp::TimedOut(after),
+            }),
+            Err(_) => Err(Error::TimedOut {
+                method: method.to_owned(),
+                after,
+            }),
+        }
     }
 
     /// Numbers the request and encodes it here, on the caller's task. On an idle
@@ -189,7 +259,7 @@ impl Client {
 
     /// Calls `method` and parses its result as JSON.
     pub async fn call(&self, method: &str, params: Vec<Value>) -> Result<Value, Error> {
-        let raw = self.request(method, &params).await?;
+        let raw = self.ask(method, &params).await?;
         serde_json::from_str(raw.get()).map_err(|e| Error::bad_reply(method, e))
     }
 
@@ -201,7 +271,8 @@ impl Client {
         })
     }
 
-    /// Cancels a pending request: its future resolves to [`Error::Canceled`] and the
+    /// Cancels a pending request: its future resolves to [`Error::Canceled`] (for a
+    /// `transact`, [`Error::OutcomeUnknown`]: it may have committed already) and the
     /// server gets a `cancel` notification. Dropping a [`PendingRequest`] does the same.
     pub async fn cancel(&self, id: u64) -> Result<(), Error> {
         let (done, rx) = oneshot::channel();
@@ -214,7 +285,7 @@ impl Client {
 
     /// `list_dbs`: the databases the server serves (always including `_Server`).
     pub async fn list_dbs(&self) -> Result<Vec<String>, Error> {
-        let raw = self.request("list_dbs", &json!([])).await?;
+        let raw = self.ask("list_dbs", &json!([])).await?;
         serde_json::from_str(raw.get()).map_err(|e| Error::bad_reply("list_dbs", e))
     }
 
@@ -223,7 +294,7 @@ impl Client {
         if let Some(schema) = self.cached_schema(database) {
             return Ok(schema);
         }
-        let raw = self.request("get_schema", &json!([database])).await?;
+        let raw = self.ask("get_schema", &json!([database])).await?;
         let schema = DatabaseSchema::from_json_str(raw.get())
             .map_err(|e| Error::bad_reply("get_schema", e))?;
         let schema = Arc::new(schema);
@@ -247,7 +318,8 @@ impl Client {
     ///
     /// Returns one result per operation, or [`Error::Transact`] naming the failed
     /// operation (or the commit) and the server's error. If the connection drops before
-    /// the reply the result is [`Error::OutcomeUnknown`]; the transaction is not re-sent.
+    /// the reply, or this handle's timeout passes, the result is
+    /// [`Error::OutcomeUnknown`]; the transaction is not re-sent.
     /// When it returns `Ok`, monitors of this client already reflect the transaction.
     pub async fn transact(
         &self,
@@ -255,7 +327,8 @@ impl Client {
         operations: &[Operation],
     ) -> Result<Vec<OperationResult>, Error> {
         let schema = self.get_schema(database).await?;
-        let raw = self.transact_request(database, operations).await?;
+        let pending = self.transact_request(database, operations);
+        let raw = self.reply_of(pending, "transact").await?;
         let reply = TransactReply::from_str(raw.get(), operations, Some(&schema))
             .map_err(|e| Error::bad_reply("transact", e))?;
         Ok(reply.into_result()?)
@@ -277,20 +350,25 @@ impl Client {
 
     /// `echo`: the server returns `params` unchanged.
     pub async fn echo(&self, params: Vec<Value>) -> Result<Vec<Value>, Error> {
-        let raw = self.request("echo", &params).await?;
+        let raw = self.ask("echo", &params).await?;
         serde_json::from_str(raw.get()).map_err(|e| Error::bad_reply("echo", e))
     }
 
     /// `set_db_change_aware` for the current session. The client already sends
     /// `true` on each connection unless [`ClientOptions::db_change_aware`] is off.
     pub async fn set_db_change_aware(&self, aware: bool) -> Result<(), Error> {
-        self.request("set_db_change_aware", &json!([aware]))
+        self.ask("set_db_change_aware", &json!([aware]))
             .await
             .map(drop)
     }
 
     /// `lock`: `true` if the lock was granted now; otherwise the server queues the
     /// request and later sends `locked` ([`Event::Locked`]).
+    ///
+    /// A session's locks end with its connection. Until [`Client::unlock`], the client
+    /// asks for the lock again (`lock`, never `steal`) on every new connection, and
+    /// reports [`Event::Locked`] when it holds it again: after an [`Event::Disconnected`],
+    /// act as the owner only once that event has come.
     pub async fn lock(&self, lock: &str) -> Result<bool, Error> {
         self.lock_method("lock", lock).await
     }
@@ -300,13 +378,24 @@ impl Client {
         self.lock_method("steal", lock).await
     }
 
-    /// `unlock`: releases the lock or drops the queued request.
+    /// `unlock`: releases the lock or drops the queued request; it is no longer asked
+    /// for after reconnects.
     pub async fn unlock(&self, lock: &str) -> Result<(), Error> {
-        self.request("unlock", &json!([lock])).await.map(drop)
+        self.lock_names().remove(lock);
+        self.ask("unlock", &json!([lock])).await.map(drop)
+    }
+
+    fn lock_names(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.inner
+            .locks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     async fn lock_method(&self, method: &str, lock: &str) -> Result<bool, Error> {
-        let raw = self.request(method, &json!([lock])).await?;
+        // Recorded first: a reconnect while the request is out asks for it again.
+        self.lock_names().insert(lock.to_owned());
+        let raw = self.ask(method, &json!([lock])).await?;
         #[derive(serde::Deserialize)]
         struct Locked {
             locked: bool,
@@ -335,15 +424,46 @@ impl serde::Serialize for TransactParams<'_> {
     }
 }
 
+/// The reason given for a remote the first connection never got to.
+const NOT_TRIED: &str = "not tried before the deadline";
+
+/// Tries the remotes in turn (with backoff between rounds) until one is accepted or
+/// [`ClientOptions::connect_timeout`] has passed; each attempt is also bounded by
+/// [`ClientOptions::remote_timeout`].
 async fn first_connection(driver: &mut Driver) -> Result<Conn, Error> {
     let deadline = Instant::now() + driver.options.connect_timeout;
     let mut backoff = driver.options.backoff_min;
+    let remotes = &driver.options.remotes;
+    let mut rejected: Vec<Rejection> = remotes
+        .iter()
+        .map(|remote| Rejection {
+            remote: remote.to_string(),
+            reason: NOT_TRIED.to_owned(),
+        })
+        .collect();
     let mut last_reason = String::new();
     loop {
         for _ in 0..driver.options.remotes.len() {
-            match driver.connect_next().await {
-                Ok(conn) => return Ok(conn),
-                Err(reason) => last_reason = reason,
+            let slot = driver.next_remote % driver.options.remotes.len();
+            match timeout_at(deadline, driver.connect_next()).await {
+                Ok(Ok(conn)) => return Ok(conn),
+                Ok(Err(rejection)) => {
+                    last_reason.clone_from(&rejection.reason);
+                    rejected[slot] = rejection;
+                }
+                // Cut short by the deadline: a reason from an earlier round says more.
+                Err(_) if rejected[slot].reason != NOT_TRIED => {}
+                Err(_) => {
+                    let reason = format!(
+                        "still trying when the {:?} deadline passed",
+                        driver.options.connect_timeout
+                    );
+                    last_reason.clone_from(&reason);
+                    rejected[slot].reason = reason;
+                }
+            }
+            if Instant::now() >= deadline {
+                break;
             }
         }
         if Instant::now() + backoff > deadline {
@@ -356,6 +476,7 @@ async fn first_connection(driver: &mut Driver) -> Result<Conn, Error> {
             return Err(Error::NoServer {
                 remotes: remotes.join(","),
                 last_reason,
+                rejected,
             });
         }
         sleep(backoff).await;
@@ -417,6 +538,20 @@ pub struct PendingRequest {
 }
 
 impl PendingRequest {
+    /// A request refused before it was sent: resolves to `error` at once.
+    fn failed(error: Error) -> PendingRequest {
+        let (reply, rx) = oneshot::channel();
+        let _ = reply.send(Err(error));
+        PendingRequest {
+            id: 0,
+            rx,
+            link: None,
+            inline: false,
+            reading: false,
+            done: false,
+        }
+    }
+
     /// The JSON-RPC id of the request.
     pub fn id(&self) -> u64 {
         self.id
@@ -446,8 +581,9 @@ impl Future for PendingRequest {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let Some(link) = &this.link else {
+            // Refused before it was sent, or the client's task was already gone.
             this.done = true;
-            return Poll::Ready(Err(Error::Closed));
+            return Poll::Ready(this.rx.try_recv().unwrap_or(Err(Error::Closed)));
         };
         if !this.inline {
             return match Pin::new(&mut this.rx).poll(cx) {

@@ -35,6 +35,7 @@ pub(crate) const ZERO_TXN_ID: &str = "00000000-0000-0000-0000-000000000000";
 
 /// Which monitor method to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum MonitorMethod {
     /// `monitor_cond` / `update2`: a reconnect downloads everything again.
     Cond,
@@ -126,6 +127,9 @@ struct Entry {
     /// How many times the server sent the full contents (`found=false` or `monitor_cond`)
     /// rather than a delta.
     full_loads: u64,
+    /// Why the replica is being reloaded from scratch, while that reload is in flight:
+    /// updates from the old monitor are ignored until the full contents arrive.
+    resync: Option<String>,
     schema: Arc<DatabaseSchema>,
     /// The replica this monitor feeds; written only on the client's background task.
     writer: Writer,
@@ -136,6 +140,16 @@ struct Registry {
     entries: HashMap<u64, Entry>,
     /// Monitor id on the wire -> entry key (two ids during a condition change).
     ids: HashMap<String, u64>,
+}
+
+/// What the reply to a monitor (re)start did to the replica.
+#[derive(Debug, Default)]
+pub(crate) struct Started {
+    /// The reply ended a resync: the monitor's id on the wire and why it was needed.
+    pub resynced: Option<(String, String)>,
+    /// A delta did not apply: the replica must be reloaded from scratch (the transaction
+    /// id is already forgotten).
+    pub diverged: bool,
 }
 
 /// The client's monitors, shared by the handles and the background task.
@@ -172,6 +186,7 @@ impl Monitors {
                 last_txn_id: None,
                 active: false,
                 full_loads: 0,
+                resync: None,
                 schema: writer.store().schema().clone(),
                 writer,
             },
@@ -241,17 +256,17 @@ impl Monitors {
     }
 
     /// Applies the reply to a monitor (re)start to its replica.
-    pub fn on_start_reply(&self, key: u64, result: &RawValue) -> Result<(), Error> {
+    pub fn on_start_reply(&self, key: u64, result: &RawValue) -> Result<Started, Error> {
         let mut registry = self.lock();
         let Some(entry) = registry.entries.get_mut(&key) else {
-            return Ok(());
+            return Ok(Started::default());
         };
         let method = entry.method.as_str();
-        let applied = match entry.method {
+        let (applied, delta) = match entry.method {
             MonitorMethod::Cond => {
                 let updates = TableUpdates2::from_str(result.get(), &entry.schema)
                     .map_err(|e| Error::bad_reply(method, e))?;
-                entry.writer.replace(updates)
+                (entry.writer.replace(updates), false)
             }
             MonitorMethod::CondSince => {
                 let reply = MonitorCondSinceReply::from_str(result.get(), &entry.schema)
@@ -259,20 +274,33 @@ impl Monitors {
                 debug!(monitor = %entry.id, found = reply.found, rows = reply.updates.row_count(), "monitor_cond_since reply");
                 entry.last_txn_id = Some(reply.last_txn_id);
                 entry.full_loads += u64::from(!reply.found);
-                entry.writer.apply_monitor_cond_since(reply)
+                let delta = reply.found;
+                (entry.writer.apply_monitor_cond_since(reply), delta)
             }
         };
         entry.active = true;
+        let mut started = Started {
+            resynced: entry.resync.take().map(|why| (entry.id.clone(), why)),
+            diverged: false,
+        };
         if let Err(error) = applied {
-            // The server is the authority; the replica keeps what it could apply.
             warn!(monitor = %entry.id, %error, "monitor reply did not apply cleanly");
+            // A delta on a replica that diverged: reload. A full load that does not apply
+            // cleanly is what the server has; reloading it again would not help.
+            if delta {
+                entry.last_txn_id = None;
+                entry.resync = Some(format!("resuming did not apply: {error}"));
+                started.diverged = true;
+            }
         }
-        Ok(())
+        Ok(started)
     }
 
     /// Applies an `update2` or `update3` notification to its monitor's replica. An error
-    /// means the notification could not be decoded (the replica would diverge).
-    pub fn on_update(&self, method: &str, params: &RawValue) -> Result<(), String> {
+    /// means the notification could not be decoded (the replica would diverge). `Some`
+    /// names a monitor whose replica diverged (the update did not apply): its transaction
+    /// id is forgotten and it must be restarted from scratch.
+    pub fn on_update(&self, method: &str, params: &RawValue) -> Result<Option<u64>, String> {
         let (id, last, updates): (String, Option<&str>, &RawValue) = match method {
             "update3" => {
                 let (id, last, updates): (String, &str, &RawValue) =
@@ -289,13 +317,18 @@ impl Monitors {
         let mut registry = self.lock();
         let Some(key) = registry.ids.get(&id).copied() else {
             // A monitor we canceled; its last updates may still be in flight.
-            return Ok(());
+            return Ok(None);
         };
         let Some(entry) = registry.entries.get_mut(&key) else {
-            return Ok(());
+            return Ok(None);
         };
-        let updates =
-            TableUpdates2::from_str(updates.get(), &entry.schema).map_err(|e| e.to_string())?;
+        if entry.resync.is_some() {
+            // From the monitor being replaced: the full contents supersede it.
+            return Ok(None);
+        }
+        let decoded = TableUpdates2::from_str(updates.get(), &entry.schema);
+        let updates = decoded.inspect_err(|_| entry.last_txn_id = None);
+        let updates = updates.map_err(|e| e.to_string())?;
         let applied = match last {
             Some(last) => {
                 let last_txn_id: Uuid =
@@ -309,10 +342,17 @@ impl Monitors {
             }
             None => entry.writer.apply_update2(updates),
         };
-        if let Err(error) = applied {
-            warn!(monitor = %entry.id, %error, "update did not apply cleanly");
+        match applied {
+            Ok(()) => Ok(None),
+            Err(error) => {
+                // The replica no longer matches the server, and resuming from this
+                // transaction id would only send what comes after: start over.
+                warn!(monitor = %entry.id, %error, "update did not apply; reloading the monitor from scratch");
+                entry.last_txn_id = None;
+                entry.resync = Some(format!("{method} did not apply: {error}"));
+                Ok(Some(key))
+            }
         }
-        Ok(())
     }
 
     /// Prepares `monitor_cond_change`: returns its params and maps the new id to the

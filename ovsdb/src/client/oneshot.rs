@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::remote::Remote;
-use super::server::{check_server, monitor_params, ServerWatch};
+use super::server::{check_server, monitor_params, Seen, ServerWatch};
 use crate::codec::Deframer;
 use crate::rpc::{encode_request, Message, RpcError};
 use crate::schema::DatabaseSchema;
@@ -349,12 +349,12 @@ impl OneshotConnection {
     }
 
     /// Checks, through `_Server.Database`, that this server may serve `database`
-    /// (see the module docs); raises `min_index` to the server's Raft index.
+    /// (see the module docs); records in `seen` the cluster and Raft index of the server.
     pub fn check_server(
         &mut self,
         database: &str,
         leader_only: bool,
-        min_index: &mut i64,
+        seen: &mut Seen,
     ) -> Result<Result<(), String>, OneshotError> {
         let raw = self.call("monitor", &monitor_params())?;
         let updates: Value = serde_json::from_str(raw.get()).map_err(|e| self.bad("monitor", e))?;
@@ -366,7 +366,7 @@ impl OneshotConnection {
             watch.row(database),
             database,
             leader_only,
-            min_index,
+            seen,
         ))
     }
 
@@ -414,13 +414,13 @@ const MAX_BACKOFF: Duration = Duration::from_millis(1000);
 
 /// Connects to a usable server among `remotes` for `database`, cycling through the
 /// list (with backoff between rounds) until one qualifies or the deadline passes.
-/// `min_index` carries the highest Raft index seen across calls of one run, so a
+/// `seen` carries the cluster and highest Raft index seen across calls of one run, so a
 /// reconnect never lands on a server with older data.
 pub fn connect_cluster(
     remotes: &[Remote],
     database: &str,
     options: &ClusterOptions,
-    min_index: &mut i64,
+    seen: &mut Seen,
 ) -> Result<OneshotConnection, OneshotError> {
     let list = remotes
         .iter()
@@ -437,7 +437,7 @@ pub fn connect_cluster(
     loop {
         for k in 0..remotes.len() {
             let remote = &remotes[(start + k) % remotes.len()];
-            match try_server(remote, database, options, min_index) {
+            match try_server(remote, database, options, seen) {
                 Ok(conn) => return Ok(conn),
                 Err(OneshotError::Timeout { secs, what }) => {
                     // Say why no server qualified rather than what was pending.
@@ -478,10 +478,10 @@ fn try_server(
     remote: &Remote,
     database: &str,
     options: &ClusterOptions,
-    min_index: &mut i64,
+    seen: &mut Seen,
 ) -> Result<OneshotConnection, OneshotError> {
     let mut conn = OneshotConnection::connect(remote, options.deadline)?;
-    match conn.check_server(database, options.leader_only, min_index)? {
+    match conn.check_server(database, options.leader_only, seen)? {
         Ok(()) => Ok(conn),
         Err(last_reason) => Err(OneshotError::NoServer {
             remotes: remote.to_string(),

@@ -30,6 +30,17 @@ pub(crate) struct ServerDbRow {
     pub leader: bool,
     pub has_schema: bool,
     pub index: Option<i64>,
+    /// The cluster's id (`cid`), absent until a clustered member has joined.
+    pub cid: Option<String>,
+}
+
+/// What the client has seen of a clustered database, so that it never goes back in time.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// The cluster the index below belongs to.
+    pub cluster: Option<String>,
+    /// Highest Raft index seen in that cluster.
+    pub min_index: i64,
 }
 
 /// Rows of `_Server.Database` by uuid, kept current by the `_Server` monitor.
@@ -43,7 +54,7 @@ pub(crate) fn monitor_params() -> Vec<Value> {
     vec![
         json!("_Server"),
         json!(SERVER_MONITOR_ID),
-        json!({"Database": {"columns": ["name", "model", "connected", "leader", "schema", "index"]}}),
+        json!({"Database": {"columns": ["name", "model", "connected", "leader", "schema", "index", "cid"]}}),
     ]
 }
 
@@ -83,16 +94,27 @@ fn parse_row(new: &Value) -> Option<ServerDbRow> {
         has_schema: optional(new.get("schema"))
             .is_some_and(|s| s.as_str().is_some_and(|s| !s.is_empty())),
         index: optional(new.get("index")).and_then(|v| v.as_i64()),
+        // A uuid is ["uuid", "..."]; an empty optional is ["set", []].
+        cid: new
+            .get("cid")
+            .and_then(|v| match v.as_array().map(Vec::as_slice) {
+                Some([tag, id]) if tag == "uuid" => id.as_str().map(str::to_owned),
+                _ => None,
+            }),
     })
 }
 
-/// Decides whether a server may be used for `database`; on success raises `min_index`
-/// to the server's index. The error says why not.
+/// Decides whether a server may be used for `database`; on success raises the index
+/// `seen` to the server's. The error says why not.
+///
+/// The index only means something within one cluster: a server of another cluster (the
+/// database was restored from a backup, or the cluster re-created) starts the guard over,
+/// as `ovsdb-cs.c` does when the cluster id changes, instead of being refused forever.
 pub(crate) fn check_server(
     row: Option<&ServerDbRow>,
     database: &str,
     leader_only: bool,
-    min_index: &mut i64,
+    seen: &mut Seen,
 ) -> Result<(), String> {
     let row = row.ok_or_else(|| format!("server does not serve database {database:?}"))?;
     if !row.has_schema {
@@ -110,13 +132,23 @@ pub(crate) fn check_server(
             if leader_only && !row.leader {
                 return Err(format!("server is not the leader for {database:?}"));
             }
+            if row.cid.is_some() && row.cid != seen.cluster {
+                if let Some(old) = &seen.cluster {
+                    tracing::warn!(database, old, new = ?row.cid, "another cluster serves the database; its index starts over");
+                }
+                *seen = Seen {
+                    cluster: row.cid.clone(),
+                    min_index: 0,
+                };
+            }
             let index = row.index.unwrap_or(0);
-            if index < *min_index {
+            if index < seen.min_index {
                 return Err(format!(
-                    "server's index {index} for {database:?} is below {min_index} already seen (stale data)"
+                    "server's index {index} for {database:?} is below {} already seen (stale data)",
+                    seen.min_index
                 ));
             }
-            *min_index = index;
+            seen.min_index = index;
             Ok(())
         }
         "relay" if leader_only => Err(format!(
@@ -141,12 +173,13 @@ mod tests {
             leader,
             has_schema: true,
             index,
+            cid: Some("c1".into()),
         }
     }
 
     #[test]
     fn clustered_rules_follow_ovsdb_cs() {
-        let mut min = 0;
+        let mut min = Seen::default();
         assert!(check_server(
             Some(&row("clustered", true, true, Some(5))),
             "NB",
@@ -154,7 +187,7 @@ mod tests {
             &mut min
         )
         .is_ok());
-        assert_eq!(min, 5);
+        assert_eq!(min.min_index, 5);
         let stale = check_server(
             Some(&row("clustered", true, true, Some(4))),
             "NB",
@@ -199,13 +232,36 @@ mod tests {
     }
 
     #[test]
+    fn another_cluster_starts_the_index_guard_over() {
+        let mut seen = Seen::default();
+        let high = row("clustered", true, true, Some(500));
+        check_server(Some(&high), "NB", true, &mut seen).unwrap();
+        let mut restored = row("clustered", true, true, Some(3));
+        assert!(check_server(Some(&restored), "NB", true, &mut seen.clone()).is_err());
+        restored.cid = Some("c2".into());
+        check_server(Some(&restored), "NB", true, &mut seen).unwrap();
+        assert_eq!(
+            seen,
+            Seen {
+                cluster: Some("c2".into()),
+                min_index: 3
+            }
+        );
+    }
+
+    #[test]
     fn v1_rows_with_empty_optionals_parse() {
         let mut watch = ServerWatch::default();
         let updates = json!({"Database": {"u1": {"new": {"name": "NB", "model": "standalone",
-            "connected": true, "leader": true, "schema": "{}", "index": ["set", []]}}}});
+            "connected": true, "leader": true, "schema": "{}", "index": ["set", []],
+            "cid": ["uuid", "0f1c5e4e-9c2a-4a8e-8a53-3b2f5d7f7e11"]}}}});
         watch.apply(&updates).unwrap();
         assert_eq!(watch.row("NB").unwrap().index, None);
         assert!(watch.row("NB").unwrap().has_schema);
+        assert_eq!(
+            watch.row("NB").unwrap().cid.as_deref(),
+            Some("0f1c5e4e-9c2a-4a8e-8a53-3b2f5d7f7e11")
+        );
         watch
             .apply(&json!({"Database": {"u1": {"old": {}}}}))
             .unwrap();

@@ -221,10 +221,39 @@ impl TypedClient {
         timeout: Duration,
         mut predicate: impl FnMut(&T) -> bool,
     ) -> Result<Stored<T>, DbError> {
+        self.wait_until(what, timeout, || {
+            Ok(self.store.filter::<T>(&mut predicate)?.into_iter().next())
+        })
+        .await
+    }
+
+    /// Waits until no row of `T` satisfies `predicate` in the replica (for example,
+    /// until a deleted port is gone), up to `timeout`. Returns at once if none does.
+    pub async fn wait_gone<T: Table>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut predicate: impl FnMut(&T) -> bool,
+    ) -> Result<(), DbError> {
+        self.wait_until(what, timeout, || {
+            let left = self.store.filter::<T>(&mut predicate)?;
+            Ok(left.is_empty().then_some(()))
+        })
+        .await
+    }
+
+    /// Re-runs `check` after every change to the replica until it gives a value, up to
+    /// `timeout` ([`DbError::Timeout`] names `what`).
+    async fn wait_until<R>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut check: impl FnMut() -> Result<Option<R>, DbError>,
+    ) -> Result<R, DbError> {
         let mut changes = self.store.raw().subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            if let Some(found) = self.store.filter::<T>(&mut predicate)?.into_iter().next() {
+            if let Some(found) = check()? {
                 return Ok(found);
             }
             match tokio::time::timeout_at(deadline, changes.next()).await {
