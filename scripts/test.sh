@@ -2,8 +2,8 @@
 # Runs the whole test suite of kube-ovn-rs on a Debian machine, as root: installs the real
 # parts the tests drive when missing (scripts/install-deps.sh), checks formatting and
 # lints, builds the sans-I/O ovsdb core, checks that every library crate packages, runs
-# every test, then fuzzes each fuzz target for a bounded time (FUZZ_SECONDS each, 45 by
-# default). Under CI a test that needs a real part fails instead of skipping; CI counts as
+# fuzzes each fuzz target for a bounded time (FUZZ_SECONDS each, 45 by default), then
+# runs every test. Under CI a test that needs a real part fails instead of skipping; CI counts as
 # set for any value but "", "0" or "false" (ovn_harness::in_ci), and this script sets
 # CI=true unless one is inherited.
 set -Eeuo pipefail
@@ -22,8 +22,6 @@ cargo check -p kube-ovn-ovsdb --no-default-features
 # not whether the tree is committed.
 cargo package --workspace --exclude kube-ovn --exclude kube-ovn-benches \
     --exclude kube-ovn-examples --no-verify --allow-dirty
-cargo test --workspace "$@"
-
 # Bounded fuzzing of every cargo-fuzz target, on stable: libFuzzer's flags need
 # RUSTC_BOOTSTRAP, and `-s none` builds without a sanitizer. New corpus entries land in
 # <crate>/fuzz/corpus/<target> (not committed); the committed seeds are read too.
@@ -35,3 +33,6 @@ for crate_target in ovsdb:deframer cni-spec:parse; do
         "fuzz/corpus/$target" "tests/fuzz_replay/seeds/$target" \
         -- -max_total_time="$fuzz_seconds")
 done
+
+# Last, so the test runner's summary closes the output.
+cargo test --workspace "$@"
