@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the whole test suite of kube-ovn-rs on a Debian machine, as root: installs the real
 # parts the tests drive when missing (scripts/install-deps.sh), checks formatting and
-# lints, builds the sans-I/O ovsdb core, checks that every library crate packages, runs
-# fuzzes each fuzz target for a bounded time (FUZZ_SECONDS each, 45 by default), then
-# runs every test. Under CI a test that needs a real part fails instead of skipping; CI counts as
-# set for any value but "", "0" or "false" (ovn_harness::in_ci), and this script sets
-# CI=true unless one is inherited.
+# lints, builds the sans-I/O ovsdb core, checks that every library crate packages, fuzzes
+# each fuzz target for a bounded time (FUZZ_SECONDS each, 45 by default), then runs every
+# test. Under CI a test that needs a real part fails instead of skipping; CI counts as set
+# for any value but "", "0" or "false" (ovn_harness::in_ci), and this script sets CI=true
+# unless one is inherited.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
