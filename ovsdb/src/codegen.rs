@@ -32,12 +32,6 @@ use std::path::Path;
 
 pub use model::SchemaModel;
 
-/// The runtime's old path (it now lives at [`crate::typed`]), kept only until the
-/// branches that still spell `ovsdb::codegen::typed` are merged; generated code and
-/// every crate of the workspace use `ovsdb::typed`.
-#[doc(hidden)]
-pub use crate::typed;
-
 /// Why a schema could not be turned into code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
