@@ -50,11 +50,11 @@ async fn env() -> Option<Env> {
     for crd in kube_ovn::crd::crds() {
         crd_api.create(&PostParams::default(), &crd).await.unwrap();
     }
-    let ctx = Arc::new(SubnetContext {
-        client: client.clone(),
-        nb: Arc::new(nb),
-        config: Arc::new(config),
-    });
+    let ctx = Arc::new(SubnetContext::new(
+        client.clone(),
+        Arc::new(nb),
+        Arc::new(config),
+    ));
     Some(Env {
         _central: central,
         server,
@@ -316,7 +316,7 @@ async fn the_controller_creates_defaults_and_a_deleted_subnet_takes_its_rows() {
     };
     let (client, remote) = (env.client.clone(), env.remote.clone());
     let ctx = env.ctx.clone();
-    let controller = tokio::spawn(run(ctx.config.clone(), client.clone(), ctx.nb.clone()));
+    let controller = tokio::spawn(run(ctx.clone()));
 
     // the default subnets, from the flags, realized by the reconciler
     eventually("ovn-default's router port", || async {

@@ -76,9 +76,8 @@ async fn run(config: &ControllerConfig) -> anyhow::Result<()> {
         "kube-ovn-controller: start-up done ({} NB operations); {not_yet}",
         report.ops_written()
     );
-    controller::run(Arc::new(config.clone()), client, Arc::new(nb))
-        .await
-        .context("subnet controller")?;
+    let ctx = controller::Context::new(client, Arc::new(nb), Arc::new(config.clone()));
+    controller::run(Arc::new(ctx)).await.context("controller")?;
     tracing::info!("stopped by signal");
     Ok(())
 }

@@ -4,10 +4,12 @@
 //! Only the Subnet reconciler exists so far; pods, nodes and IPAM come next.
 
 pub mod bootstrap;
+pub mod context;
 pub mod defaults;
 pub mod run;
 pub mod subnet;
 
 pub use bootstrap::{bootstrap, BootstrapError, BootstrapReport, BootstrapStep, VENDOR};
+pub use context::Context;
 pub use defaults::ensure_default_subnets;
-pub use run::{run, RunError};
+pub use run::{run, run_reconcilers, RunError};

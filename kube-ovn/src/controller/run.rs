@@ -1,21 +1,14 @@
-//! The controller's main loop: the default Subnets, then the Subnet reconciler under
-//! kube-rs's runtime `Controller` (a watcher and reflector of Subnets, plus a watch of
-//! Namespaces that re-reconciles the Subnets listing a changed namespace).
+//! The controller's main loop, in Kube-OVN's start-up order: the default Subnets, then
+//! the IPAM rebuilt from what the API server holds, and only then the reconcilers, all
+//! at once, each under kube-rs's runtime.
+//!
+//! A reconciler is one line in [`run_reconcilers`]: a future that runs until the process
+//! is signalled.
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::Api;
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{watcher, Controller};
-use kube::Client;
-use ovn_nb::NbClient;
-
 use super::defaults::ensure_default_subnets;
-use super::subnet::{self, SubnetContext};
-use crate::config::ControllerConfig;
-use crate::crd::Subnet;
+use super::{subnet, Context};
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -34,14 +27,11 @@ pub enum RunError {
     },
 }
 
-/// Creates the default Subnets if absent, then reconciles Subnets until the process
+/// Creates the default Subnets if absent, then runs every reconciler until the process
 /// is told to stop (SIGINT/SIGTERM) or the returned future is dropped.
-pub async fn run(
-    config: Arc<ControllerConfig>,
-    client: Client,
-    nb: Arc<NbClient>,
-) -> Result<(), RunError> {
-    let created = ensure_default_subnets(&client, &config)
+pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
+    let config = &ctx.config;
+    let created = ensure_default_subnets(&ctx.client, config)
         .await
         .map_err(|source| RunError::DefaultSubnets {
             default: config.default_subnet.name.clone(),
@@ -49,32 +39,11 @@ pub async fn run(
             source,
         })?;
     tracing::info!(?created, "default subnets present");
-    let subnets: Api<Subnet> = Api::all(client.clone());
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let controller = Controller::new(subnets, watcher::Config::default());
-    let store = controller.store();
-    let ctx = Arc::new(SubnetContext { client, nb, config });
-    controller
-        .watches(
-            namespaces,
-            watcher::Config::default(),
-            move |ns: Namespace| {
-                let name = ns.metadata.name.unwrap_or_default();
-                store
-                    .state()
-                    .into_iter()
-                    .filter(|s| s.spec.namespaces.contains(&name))
-                    .map(|s| ObjectRef::from_obj(&*s))
-                    .collect::<Vec<_>>()
-            },
-        )
-        .shutdown_on_signal()
-        .run(subnet::reconcile, subnet::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(error = %err, "subnet controller event");
-            }
-        })
-        .await;
+    run_reconcilers(ctx).await;
     Ok(())
+}
+
+/// Every reconciler, side by side; returns when all have stopped.
+pub async fn run_reconcilers(ctx: Arc<Context>) {
+    futures::join!(subnet::run(ctx.clone()),);
 }

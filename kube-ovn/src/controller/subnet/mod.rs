@@ -11,8 +11,10 @@ pub mod desired;
 pub mod namespaces;
 pub mod reconcile;
 pub mod validate;
+pub mod watch;
 
 pub use reconcile::{
     apply, cleanup, error_policy, reconcile, ApplyReport, SubnetContext, SubnetError, FINALIZER,
 };
 pub use validate::{validate, SubnetInvalid, ValidSubnet};
+pub use watch::run;

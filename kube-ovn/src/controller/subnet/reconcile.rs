@@ -11,14 +11,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{finalizer, Event};
-use kube::Client;
-use ovn_nb::{LogicalRouter, NbClient, NbError};
+use ovn_nb::{LogicalRouter, NbError};
 use serde_json::json;
 
 use super::desired::{delete_subnet, write_subnet};
 use super::namespaces;
 use super::validate::{validate, vpc_of, SubnetInvalid, ValidSubnet};
-use crate::config::ControllerConfig;
 use crate::controller::bootstrap::random_mac;
 use crate::crd::conditions::{self, ConditionStatus, ERROR, READY, VALIDATED};
 use crate::crd::Subnet;
@@ -36,25 +34,9 @@ pub const REASON_READY: &str = "ResetLogicalSwitchAclSuccess";
 /// go away with another Subnet.
 const INVALID_RECHECK: Duration = Duration::from_secs(300);
 
-/// What the reconciler needs.
-pub struct SubnetContext {
-    /// The Kubernetes API.
-    pub client: Client,
-    /// The northbound database.
-    pub nb: Arc<NbClient>,
-    /// The controller's flags (cluster router, default subnet).
-    pub config: Arc<ControllerConfig>,
-}
-
-impl std::fmt::Debug for SubnetContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // the API client has no Debug form
-        f.debug_struct("SubnetContext")
-            .field("nb", &self.nb)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
+/// The shared controller context; kept under its old name for the subnet reconciler's
+/// callers.
+pub type SubnetContext = crate::controller::Context;
 
 /// Why a reconcile failed; it is retried.
 #[derive(Debug, thiserror::Error)]
