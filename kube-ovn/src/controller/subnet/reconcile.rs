@@ -281,6 +281,7 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
             report.invalid = Some(invalid);
         }
         Ok(valid) => {
+            register_in_ipam(ctx, subnet);
             report.nb_ops = write_nb(ctx, &valid).await?;
             report.namespaces_patched = bind_namespaces(ctx, &cluster, subnet).await?;
             report.status_written = write_status(ctx, subnet, None).await?;
@@ -288,6 +289,18 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
     }
     tracing::info!(subnet = %name, ?report, "subnet reconciled");
     Ok(report)
+}
+
+/// Makes the IPAM know a valid Subnet's addresses. Validation already checked what the
+/// IPAM checks, so a refusal here is logged, not retried.
+fn register_in_ipam(ctx: &SubnetContext, subnet: &Subnet) {
+    let name = name_of(subnet);
+    let Some(spec) = crate::controller::owners::ipam_spec(subnet) else {
+        return;
+    };
+    if let Err(err) = ctx.ipam.add_or_update_subnet(&name, &spec) {
+        tracing::warn!(subnet = %name, error = %err, "the IPAM refused the subnet");
+    }
 }
 
 /// Removes `subnet`'s NB rows and its namespaces' binding to it; NB operations sent.
@@ -309,6 +322,7 @@ pub async fn cleanup(ctx: &SubnetContext, subnet: &Subnet) -> Result<usize, Subn
     let mut unlisted = subnet.clone();
     unlisted.spec.namespaces.clear();
     bind_namespaces(ctx, &cluster, &unlisted).await?;
+    ctx.ipam.delete_subnet(&name);
     tracing::info!(subnet = %name, ops, "subnet rows removed");
     Ok(ops)
 }
