@@ -90,6 +90,12 @@ impl NamespaceAnnotations {
         })
     }
 
+    /// The full key of the `ip_pool` binding (`ovn.kubernetes.io/ip_pool`), for a
+    /// merge patch that sets or removes only it.
+    pub fn ip_pool_key() -> String {
+        format!("{}ip_pool", Provider::ovn().key_prefix())
+    }
+
     /// Writes a namespace's keys (unset fields removed, other keys kept).
     pub fn write_into(&self, map: &mut AnnotationMap) {
         let prefix = Provider::ovn().key_prefix();

@@ -114,6 +114,19 @@ impl PodNetwork {
         });
     }
 
+    /// The providers whose `allocated` key a pod's annotations carry (`ovn` for
+    /// `ovn.kubernetes.io/allocated`, `net1.default.ovn` for an attachment's), sorted.
+    pub fn allocated_providers(map: &AnnotationMap) -> Vec<Provider> {
+        let mut out: Vec<Provider> = map
+            .keys()
+            .filter_map(|key| key.strip_suffix(".kubernetes.io/allocated"))
+            .filter_map(|provider| Provider::new(provider).ok())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// True once the controller has allocated this NIC (`allocated` is `"true"`).
     pub fn is_allocated(&self) -> bool {
         self.allocated == Some(true)

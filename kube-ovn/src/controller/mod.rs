@@ -14,3 +14,8 @@ pub use bootstrap::{bootstrap, BootstrapError, BootstrapReport, BootstrapStep, V
 pub use context::Context;
 pub use defaults::ensure_default_subnets;
 pub use run::{run, run_reconcilers, RunError};
+pub mod events;
+pub mod gc;
+pub mod ipam_rebuild;
+pub mod ippool;
+pub mod leader;

@@ -37,6 +37,35 @@ pub fn node_port_name(node: &str) -> String {
     format!("node-{node}")
 }
 
+/// `external_ids` key naming the pod (`<namespace>/<pod>`) a logical switch port is for.
+pub const EXTERNAL_ID_POD: &str = "pod";
+/// `external_ids` key naming the switch (subnet) a port belongs to.
+pub const EXTERNAL_ID_LS: &str = "ls";
+/// `external_ids` key naming the node a router entry or port group is for.
+pub const EXTERNAL_ID_NODE: &str = "node";
+/// `external_ids` key naming the subnet a router entry or ACL is for.
+pub const EXTERNAL_ID_SUBNET: &str = "subnet";
+
+/// The `external_ids:pod` value of a pod's port: `<namespace>/<pod>`.
+pub fn pod_key(namespace: &str, pod: &str) -> String {
+    format!("{namespace}/{pod}")
+}
+
+/// The provider a port (or IP object) name `<pod>.<namespace>[.<provider>]` stands
+/// for, given its pod and namespace; `None` when the name is not that pod's.
+pub fn provider_of_port_name(name: &str, namespace: &str, pod: &str) -> Option<String> {
+    let rest = name.strip_prefix(pod)?.strip_prefix('.')?.strip_prefix(namespace)?;
+    match rest {
+        "" => Some(OVN_PROVIDER.to_owned()),
+        _ => rest.strip_prefix('.').map(str::to_owned),
+    }
+}
+
+/// The node a join port or IP object name `node-<node>` is for.
+pub fn node_of_port_name(name: &str) -> Option<&str> {
+    name.strip_prefix("node-").filter(|n| !n.is_empty())
+}
+
 /// The IPAM view of a Subnet's address fields (`cidrBlock`, `gateway`, `excludeIps`);
 /// `None` when it has no CIDR yet.
 pub fn ipam_spec(subnet: &Subnet) -> Option<SubnetSpec> {
@@ -67,6 +96,16 @@ mod tests {
             pod_owner("ns1", "a", OVN_PROVIDER).to_string(),
             pod_owner("ns1", "a", "ovn").to_string()
         );
+        assert_eq!(
+            provider_of_port_name("web-0.default.macvlan.default", "default", "web-0").as_deref(),
+            Some("macvlan.default")
+        );
+        assert_eq!(
+            provider_of_port_name("web-0.default", "default", "web-0").as_deref(),
+            Some(OVN_PROVIDER)
+        );
+        assert_eq!(provider_of_port_name("web-0.other", "default", "web-0"), None);
+        assert_eq!(node_of_port_name("node-kube-ovn-worker"), Some("kube-ovn-worker"));
         assert_ne!(
             node_owner("n1").to_string(),
             pod_owner("default", "n1", "ovn").to_string()
