@@ -231,7 +231,7 @@ fn annotation_map(meta: &kube::api::ObjectMeta) -> AnnotationMap {
 }
 
 /// Whether a pod still holds its addresses: not host-networked, not finished.
-fn pod_holds_addresses(pod: &Pod) -> bool {
+pub(crate) fn pod_holds_addresses(pod: &Pod) -> bool {
     let host_network = pod
         .spec
         .as_ref()

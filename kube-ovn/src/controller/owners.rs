@@ -37,6 +37,9 @@ pub fn node_port_name(node: &str) -> String {
     format!("node-{node}")
 }
 
+/// `external_ids` key every row the controller writes carries, valued
+/// [`VENDOR`](super::VENDOR).
+pub const EXTERNAL_ID_VENDOR: &str = "vendor";
 /// `external_ids` key naming the pod (`<namespace>/<pod>`) a logical switch port is for.
 pub const EXTERNAL_ID_POD: &str = "pod";
 /// `external_ids` key naming the switch (subnet) a port belongs to.
