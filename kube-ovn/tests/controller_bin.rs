@@ -148,7 +148,9 @@ async fn runs_the_start_up_then_the_subnet_controller_with_kube_ovns_deployment_
         .await;
     let (stdout, stderr) = first.stop();
     assert!(
-        stdout.contains("only the Subnet reconciler runs"),
+        stdout.contains(
+            "pods, nodes, services, network policies and the other kinds are not reconciled yet"
+        ),
         "{stdout}"
     );
     for flag in [

@@ -1,16 +1,20 @@
-//! `kube-ovn-controller`: parses Kube-OVN's flags, connects to the OVN northbound
-//! database (the Raft leader among `--ovn-nb-addr`'s remotes) and runs the start-up
-//! writes, then runs the controller (the default Subnets, then the Subnet reconciler)
-//! until SIGINT/SIGTERM. Kube-OVN's other workers (pods, nodes, ...) and its IPAM are
-//! not implemented yet; the binary says so.
+//! `kube-ovn-controller`: parses Kube-OVN's flags, waits to hold the Lease
+//! `kube-ovn-controller` (namespace `POD_NAMESPACE`, identity `POD_NAME`), and while it
+//! holds it connects to the OVN northbound database (the Raft leader among
+//! `--ovn-nb-addr`'s remotes), runs the start-up writes and then the controller (the
+//! default Subnets, the IPAM rebuild, start-up garbage collection, then the Subnet,
+//! IPPool and periodic GC reconcilers) until SIGINT/SIGTERM or until the Lease is lost,
+//! which stops every writer at once. Kube-OVN's other workers (pods, nodes, ...) are not
+//! implemented yet; the binary says so.
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_ovn::config::{ConfigError, ControllerConfig};
+use kube_ovn::controller::leader::{self, LeaderElection};
 use kube_ovn::controller::{self, bootstrap};
 use ovn_nb::NbClient;
 
@@ -53,6 +57,45 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: &ControllerConfig) -> anyhow::Result<()> {
+    let client = kube_client(config).await?;
+    let election = LeaderElection::from_env();
+    tracing::info!(
+        lease = %election.lease_name,
+        namespace = %election.namespace,
+        identity = %election.identity,
+        "waiting to lead"
+    );
+    // a term's failure, handed out of the spawned term to fail the process
+    let failure: Arc<Mutex<Option<anyhow::Error>>> = Arc::default();
+    let term = {
+        let (config, client, failure) = (config.clone(), client.clone(), failure.clone());
+        move || {
+            let (config, client, failure) = (config.clone(), client.clone(), failure.clone());
+            async move {
+                if let Err(err) = lead(&config, client).await {
+                    *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(err);
+                }
+            }
+        }
+    };
+    let stop = controller::gc::shutdown_signal();
+    leader::run_as_leader(client, &election, term, stop)
+        .await
+        .context("leader election")?;
+    if let Some(err) = failure
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    {
+        return Err(err);
+    }
+    tracing::info!("stopped by signal");
+    Ok(())
+}
+
+/// One term of leadership: connect to NB, write the start-up rows, rebuild the IPAM
+/// and run the reconcilers. Every term starts from the API server and NB afresh.
+async fn lead(config: &ControllerConfig, client: kube::Client) -> anyhow::Result<()> {
     let remotes = config
         .ovn_nb_addr
         .iter()
@@ -68,9 +111,9 @@ async fn run(config: &ControllerConfig) -> anyhow::Result<()> {
         .await
         .context("start-up writes to NB")?;
     tracing::info!(operations = report.ops_written(), "start-up done");
-    let client = kube_client(config).await?;
-    let not_yet = "only the Subnet reconciler runs: pods, nodes, services, network \
-        policies and the other kinds are not reconciled, and there is no IPAM yet";
+    let not_yet = "the Subnet and IPPool reconcilers, the IPAM rebuild and garbage \
+        collection run: pods, nodes, services, network policies and the other kinds are \
+        not reconciled yet";
     tracing::warn!("{not_yet}");
     println!(
         "kube-ovn-controller: start-up done ({} NB operations); {not_yet}",
@@ -78,7 +121,6 @@ async fn run(config: &ControllerConfig) -> anyhow::Result<()> {
     );
     let ctx = controller::Context::new(client, Arc::new(nb), Arc::new(config.clone()));
     controller::run(Arc::new(ctx)).await.context("controller")?;
-    tracing::info!("stopped by signal");
     Ok(())
 }
 

@@ -125,12 +125,10 @@ fn nb_ports(ctx: &Context) -> Result<Vec<PortOwner>, GcError> {
                     .unwrap_or_else(|| super::owners::OVN_PROVIDER.to_owned());
                 PortOwnerKind::Pod(ns.to_owned(), pod.to_owned(), provider)
             }
-            None if ls.as_ref().is_none_or(|l| l == join) => {
-                match node_of_port_name(&port.name) {
-                    Some(node) => PortOwnerKind::Node(node.to_owned()),
-                    None => continue,
-                }
-            }
+            None if ls.as_ref().is_none_or(|l| l == join) => match node_of_port_name(&port.name) {
+                Some(node) => PortOwnerKind::Node(node.to_owned()),
+                None => continue,
+            },
             None => continue,
         };
         out.push(PortOwner {
@@ -298,7 +296,12 @@ fn router_entries(ctx: &Context) -> Result<Vec<RouterEntry>, GcError> {
             };
             if let Some((node, subnet)) = owner_of(&policy.external_ids) {
                 let kind = EntryKind::Policy(*id);
-                out.push(RouterEntry { router: lr.id, kind, node, subnet });
+                out.push(RouterEntry {
+                    router: lr.id,
+                    kind,
+                    node,
+                    subnet,
+                });
             }
         }
         for id in &lr.row.static_routes {
@@ -307,7 +310,12 @@ fn router_entries(ctx: &Context) -> Result<Vec<RouterEntry>, GcError> {
             };
             if let Some((node, subnet)) = owner_of(&route.external_ids) {
                 let kind = EntryKind::Route(*id);
-                out.push(RouterEntry { router: lr.id, kind, node, subnet });
+                out.push(RouterEntry {
+                    router: lr.id,
+                    kind,
+                    node,
+                    subnet,
+                });
             }
         }
     }
@@ -322,7 +330,10 @@ fn remove_router_entries(
 ) -> (usize, usize) {
     let (mut policies, mut routes) = (0, 0);
     for entry in entries {
-        let node_gone = entry.node.as_ref().is_some_and(|n| !owners.nodes.contains(n));
+        let node_gone = entry
+            .node
+            .as_ref()
+            .is_some_and(|n| !owners.nodes.contains(n));
         let subnet_gone = entry
             .subnet
             .as_ref()
@@ -353,13 +364,34 @@ pub async fn run(ctx: Arc<Context>) {
     let Some(interval) = ctx.config.gc_interval else {
         return;
     };
-    let mut ticker = tokio::time::interval(interval);
-    // the first tick is immediate; the start-up round already ran
-    ticker.tick().await;
-    loop {
+    let rounds = async {
+        let mut ticker = tokio::time::interval(interval);
+        // the first tick is immediate; the start-up round already ran
         ticker.tick().await;
-        if let Err(err) = collect_garbage(&ctx).await {
-            tracing::warn!(error = %err, "garbage collection failed; the next round retries");
+        loop {
+            ticker.tick().await;
+            if let Err(err) = collect_garbage(&ctx).await {
+                tracing::warn!(error = %err, "garbage collection failed; the next round retries");
+            }
         }
+    };
+    // stop with the other reconcilers (kube-rs's `shutdown_on_signal`)
+    tokio::select! {
+        () = rounds => {}
+        () = shutdown_signal() => {}
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        // no SIGTERM handler: wait for SIGINT alone
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
     }
 }

@@ -309,8 +309,8 @@ pub fn ip_object_owner(ip: &IP) -> Option<Owner> {
         return node_of_port_name(&name).map(node_owner);
     }
     let pod = ip.spec.pod_name.as_deref()?;
-    let provider = provider_of_port_name(&name, namespace, pod)
-        .unwrap_or_else(|| OVN_PROVIDER.to_owned());
+    let provider =
+        provider_of_port_name(&name, namespace, pod).unwrap_or_else(|| OVN_PROVIDER.to_owned());
     Some(pod_owner(namespace, pod, &provider))
 }
 
@@ -325,7 +325,9 @@ fn ip_object_addresses(ip: &IP) -> Vec<IpAddr> {
         return per_family;
     }
     let all = ip.spec.ip_address.as_deref().unwrap_or_default();
-    all.split(',').filter_map(|a| a.trim().parse().ok()).collect()
+    all.split(',')
+        .filter_map(|a| a.trim().parse().ok())
+        .collect()
 }
 
 /// Adds the IP objects whose owner has no live claim (an owner's live annotations win
@@ -354,7 +356,9 @@ fn merge_ip_objects(claims: Vec<Claim>, ips: &[IP]) -> Vec<Claim> {
                 addresses: ip_object_addresses(ip),
                 mac,
             },
-            source: Source::IpObject { name: ip.name_any() },
+            source: Source::IpObject {
+                name: ip.name_any(),
+            },
             created: ip.metadata.creation_timestamp.as_ref().map(|t| t.0),
         };
         by_owner.insert(owner, claim);
@@ -363,11 +367,7 @@ fn merge_ip_objects(claims: Vec<Claim>, ips: &[IP]) -> Vec<Claim> {
 }
 
 /// Feeds the ordered claims to the IPAM subnet by subnet; returns the conflict losers.
-fn load(
-    ctx: &Context,
-    claims: Vec<Claim>,
-    summary: &mut RebuildSummary,
-) -> Vec<(Conflict, Claim)> {
+fn load(ctx: &Context, claims: Vec<Claim>, summary: &mut RebuildSummary) -> Vec<(Conflict, Claim)> {
     let mut by_subnet: BTreeMap<String, Vec<Claim>> = ctx
         .ipam
         .subnet_names()
@@ -416,7 +416,10 @@ fn load(
                 loser: rejected.owner,
                 loser_source: claim.source.clone(),
             };
-            tracing::warn!(?conflict, "two owners claim one address; the earlier keeps it");
+            tracing::warn!(
+                ?conflict,
+                "two owners claim one address; the earlier keeps it"
+            );
             losers.push((conflict, claim.clone()));
         }
     }
@@ -446,21 +449,39 @@ async fn report_conflict(
                 .iter()
                 .find(|p| p.name_any() == *name && p.namespace().as_deref() == Some(namespace));
             if let Some(pod) = found {
-                events::record(client, pod, EventKind::Warning, REASON_ADDRESS_CONFLICT, &message)
-                    .await;
+                events::record(
+                    client,
+                    pod,
+                    EventKind::Warning,
+                    REASON_ADDRESS_CONFLICT,
+                    &message,
+                )
+                .await;
                 clear_allocated(client, pod, provider).await;
             }
         }
         Source::Node { name } => {
             if let Some(node) = nodes.iter().find(|n| n.name_any() == *name) {
-                events::record(client, node, EventKind::Warning, REASON_ADDRESS_CONFLICT, &message)
-                    .await;
+                events::record(
+                    client,
+                    node,
+                    EventKind::Warning,
+                    REASON_ADDRESS_CONFLICT,
+                    &message,
+                )
+                .await;
             }
         }
         Source::IpObject { name } => {
             if let Some(ip) = ips.iter().find(|i| i.name_any() == *name) {
-                events::record(client, ip, EventKind::Warning, REASON_ADDRESS_CONFLICT, &message)
-                    .await;
+                events::record(
+                    client,
+                    ip,
+                    EventKind::Warning,
+                    REASON_ADDRESS_CONFLICT,
+                    &message,
+                )
+                .await;
             }
         }
     }
@@ -483,7 +504,11 @@ async fn clear_allocated(client: &Client, pod: &Pod, provider: &str) {
     let patch = json!({ "metadata": { "annotations": changes } });
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
     if let Err(err) = api
-        .patch(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
         .await
     {
         tracing::warn!(pod = %pod.name_any(), error = %err, "cannot clear the allocated mark of a conflicting pod");

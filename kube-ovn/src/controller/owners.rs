@@ -57,7 +57,10 @@ pub fn pod_key(namespace: &str, pod: &str) -> String {
 /// The provider a port (or IP object) name `<pod>.<namespace>[.<provider>]` stands
 /// for, given its pod and namespace; `None` when the name is not that pod's.
 pub fn provider_of_port_name(name: &str, namespace: &str, pod: &str) -> Option<String> {
-    let rest = name.strip_prefix(pod)?.strip_prefix('.')?.strip_prefix(namespace)?;
+    let rest = name
+        .strip_prefix(pod)?
+        .strip_prefix('.')?
+        .strip_prefix(namespace)?;
     match rest {
         "" => Some(OVN_PROVIDER.to_owned()),
         _ => rest.strip_prefix('.').map(str::to_owned),
@@ -107,8 +110,14 @@ mod tests {
             provider_of_port_name("web-0.default", "default", "web-0").as_deref(),
             Some(OVN_PROVIDER)
         );
-        assert_eq!(provider_of_port_name("web-0.other", "default", "web-0"), None);
-        assert_eq!(node_of_port_name("node-kube-ovn-worker"), Some("kube-ovn-worker"));
+        assert_eq!(
+            provider_of_port_name("web-0.other", "default", "web-0"),
+            None
+        );
+        assert_eq!(
+            node_of_port_name("node-kube-ovn-worker"),
+            Some("kube-ovn-worker")
+        );
         assert_ne!(
             node_owner("n1").to_string(),
             pod_owner("default", "n1", "ovn").to_string()

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::defaults::ensure_default_subnets;
-use super::{subnet, Context};
+use super::{gc, ipam_rebuild, ippool, subnet, Context};
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +25,9 @@ pub enum RunError {
         #[source]
         source: kube::Error,
     },
+    /// Rebuilding the IPAM from the API server failed.
+    #[error("rebuilding the IPAM failed")]
+    IpamRebuild(#[from] ipam_rebuild::RebuildError),
 }
 
 /// Creates the default Subnets if absent, then runs every reconciler until the process
@@ -39,11 +42,22 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
             source,
         })?;
     tracing::info!(?created, "default subnets present");
+    // no address is handed out before the IPAM knows every address already given out
+    ipam_rebuild::rebuild_ipam(&ctx).await?;
+    // then ports and IP objects of pods deleted while no controller ran go, and their
+    // addresses with them (Kube-OVN #4304); a failure leaves them held, not reused
+    if let Err(err) = gc::collect_garbage(&ctx).await {
+        tracing::warn!(error = %err, "start-up garbage collection failed; the periodic one retries");
+    }
     run_reconcilers(ctx).await;
     Ok(())
 }
 
 /// Every reconciler, side by side; returns when all have stopped.
 pub async fn run_reconcilers(ctx: Arc<Context>) {
-    futures::join!(subnet::run(ctx.clone()),);
+    futures::join!(
+        subnet::run(ctx.clone()),
+        ippool::run(ctx.clone()),
+        gc::run(ctx.clone()),
+    );
 }
