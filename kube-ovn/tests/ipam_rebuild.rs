@@ -15,7 +15,7 @@ use ipam::{AllocationRequest, Mac, Owner};
 use k8s_openapi::api::core::v1::{Container, Event, Namespace, Node, Pod, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::Client;
+use kube::{Client, ResourceExt};
 use kube_ovn::annotations::{IpPair, NamespaceAnnotations, NodeAnnotations, PodNetwork, Provider};
 use kube_ovn::config::ControllerConfig;
 use kube_ovn::controller::ipam_rebuild::{rebuild_ipam, REASON_ADDRESS_CONFLICT};
@@ -609,4 +609,63 @@ async fn an_ippool_is_registered_and_a_bad_one_is_refused_changing_nothing() {
     ippool::cleanup(ctx, &pool).await.unwrap();
     assert!(ctx.ipam.pool_usage("ovn-default", "pool-a").is_err());
     assert_eq!(ip_pool_of(client, "pool-ns").await, None);
+}
+
+/// Polls `check` until it holds, failing after 30 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ippool_reconciler_keeps_a_finalizer_and_a_deleted_pool_unbinds_its_namespace() {
+    let Some(env) = env().await else {
+        return;
+    };
+    let (client, ctx) = (&env.client, &env.ctx);
+    rebuild_ipam(ctx).await.unwrap();
+    create_namespace(client, "fin-ns").await;
+    let reconciler = tokio::spawn(ippool::run(ctx.clone()));
+    let api = Api::<IPPool>::all(client.clone());
+    let spec = IPPoolSpec {
+        subnet: "ovn-default".into(),
+        namespaces: vec!["fin-ns".into()],
+        ips: vec!["10.16.8.1..10.16.8.4".into()],
+        enable_address_set: None,
+    };
+    api.create(&PostParams::default(), &IPPool::new("pool-f", spec))
+        .await
+        .unwrap();
+    eventually("the pool bound and ready", || async {
+        let pool = api.get("pool-f").await.unwrap();
+        let ready = pool
+            .status
+            .as_ref()
+            .and_then(|s| find(&s.conditions, READY))
+            .is_some_and(|c| c.status == ConditionStatus::True);
+        ready && ip_pool_of(client, "fin-ns").await.as_deref() == Some("pool-f")
+    })
+    .await;
+    let pool = api.get("pool-f").await.unwrap();
+    assert!(pool.finalizers().contains(&ippool::FINALIZER.to_owned()));
+    assert!(ctx.ipam.pool_usage("ovn-default", "pool-f").is_ok());
+
+    api.delete("pool-f", &Default::default()).await.unwrap();
+    eventually("the pool gone", || async {
+        api.get_opt("pool-f").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(ip_pool_of(client, "fin-ns").await, None);
+    assert!(ctx.ipam.pool_usage("ovn-default", "pool-f").is_err());
+    reconciler.abort();
 }
