@@ -386,3 +386,31 @@ fn lenient_parsing_reads_the_good_keys_and_names_every_bad_one() {
         NodeAnnotations::parse_lenient(&map(&[("ovn.kubernetes.io/port_name", "node-a")]));
     assert!(none.is_empty());
 }
+
+#[test]
+fn allocated_providers_are_read_from_the_keys() {
+    let m = map(&[
+        ("ovn.kubernetes.io/allocated", "true"),
+        ("net1.default.ovn.kubernetes.io/allocated", "true"),
+        ("ovn.kubernetes.io/ip_address", "10.16.0.9"),
+        ("example.com/allocated", "true"),
+        ("Bad_Provider.kubernetes.io/allocated", "true"),
+    ]);
+    let providers: Vec<String> = PodNetwork::allocated_providers(&m)
+        .iter()
+        .map(|p| p.as_str().to_owned())
+        .collect();
+    assert_eq!(providers, ["net1.default.ovn", "ovn"]);
+    let mut written = AnnotationMap::new();
+    NamespaceAnnotations {
+        ip_pool: Some(Names(vec!["a".into(), "b".into()])),
+        ..NamespaceAnnotations::default()
+    }
+    .write_into(&mut written);
+    assert_eq!(
+        written
+            .get(&NamespaceAnnotations::ip_pool_key())
+            .map(String::as_str),
+        Some("a,b")
+    );
+}
