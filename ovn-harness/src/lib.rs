@@ -28,6 +28,7 @@ mod node;
 mod pki;
 mod process;
 mod server;
+pub mod transfer;
 
 pub use chassis::{Chassis, ChassisConfig};
 pub use node::{

@@ -26,6 +26,7 @@
 
 mod ovn0;
 mod ovs;
+pub mod qos;
 mod spec;
 
 use std::future::Future;
