@@ -24,6 +24,7 @@
 //! Not done here yet: the join gateway ping and the Node's `NetworkUnavailable`
 //! condition, which need the Kubernetes side.
 
+pub mod nat;
 mod ovn0;
 mod ovs;
 pub mod qos;
