@@ -300,3 +300,127 @@ async fn netem_rows_bad_input_and_removal() {
     assert_eq!((r.qos_rows, r.queue_rows), (0, 0));
     assert!(qos::remove(&vs, &target).await.unwrap().is_noop());
 }
+
+/// Polls the replica every 50 ms for up to 15 s.
+async fn wait_rows(vs: &VsClient, what: &str, mut ok: impl FnMut(&Rows) -> bool) {
+    for _ in 0..300 {
+        if ok(&rows(vs, "vq1")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn pod_object(name: &str, node: &str, qos: &QosSpec) -> k8s_openapi::api::core::v1::Pod {
+    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec as K8sPodSpec};
+    use kube_ovn::annotations::{AnnotationMap, PodNetwork, Provider};
+    let mut map = AnnotationMap::new();
+    let net = PodNetwork {
+        ingress_rate: qos.ingress_rate,
+        egress_rate: qos.egress_rate,
+        ..Default::default()
+    };
+    net.write_into(&Provider::ovn(), &mut map);
+    let mut pod = Pod::default();
+    pod.metadata.name = Some(name.into());
+    pod.metadata.namespace = Some("default".into());
+    pod.metadata.annotations = Some(map);
+    pod.spec = Some(K8sPodSpec {
+        node_name: Some(node.into()),
+        containers: vec![Container {
+            name: "c".into(),
+            image: Some("pause".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    pod
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_loop_reapplies_when_annotations_change() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, PostParams};
+    if !require_root(TOOLS) {
+        return;
+    }
+    let tag = unique_tag("qw");
+    let cluster = start(&tag);
+    let node = &cluster.nodes()[0];
+    let _q1 = node.plug_pod(&pod(&tag, 1)).expect("plug q1");
+    // what CNI ADD stores: where the pod's namespace is
+    let netns = format!("external_ids:pod_netns=/var/run/netns/{tag}q1");
+    node.chassis()
+        .vsctl(&["set", "Interface", "vq1", &netns])
+        .unwrap();
+    let vs = connect(node).await;
+    let server = embedded_apiserver::EmbeddedApiServer::start(Default::default())
+        .await
+        .expect("API server");
+    let client = server.kube_client().expect("client");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let ten = QosSpec {
+        ingress_rate: Some(10),
+        egress_rate: Some(10),
+        ..Default::default()
+    };
+    pods.create(&PostParams::default(), &pod_object("q1", node.name(), &ten))
+        .await
+        .unwrap();
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let watch = qos::watch::run(
+        client,
+        node.name(),
+        &vs,
+        Duration::from_millis(200),
+        async {
+            let _ = stopped.await;
+        },
+    );
+    let drive = async {
+        wait_rows(&vs, "the 10 Mbit/s rows", |r| {
+            r.policing == (10_000, 8_000)
+                && r.queue
+                    .as_ref()
+                    .map(|q| q.other_config["max-rate"].as_str())
+                    == Some("10000000")
+        })
+        .await;
+        let twenty = QosSpec {
+            ingress_rate: Some(20),
+            egress_rate: Some(20),
+            ..Default::default()
+        };
+        pods.replace("q1", &PostParams::default(), &{
+            let mut p = pods.get("q1").await.unwrap();
+            p.metadata.annotations = pod_object("q1", "", &twenty).metadata.annotations;
+            p
+        })
+        .await
+        .unwrap();
+        wait_rows(&vs, "the 20 Mbit/s rows", |r| {
+            r.policing == (20_000, 16_000)
+                && r.queue
+                    .as_ref()
+                    .map(|q| q.other_config["max-rate"].as_str())
+                    == Some("20000000")
+        })
+        .await;
+        pods.replace("q1", &PostParams::default(), &{
+            let mut p = pods.get("q1").await.unwrap();
+            p.metadata.annotations = None;
+            p
+        })
+        .await
+        .unwrap();
+        wait_rows(&vs, "no rows", |r| {
+            r.policing == (0, 0) && r.qos.is_none() && r.qos_rows == 0 && r.queue_rows == 0
+        })
+        .await;
+        let _ = stop.send(());
+    };
+    tokio::join!(watch, drive);
+    server.shutdown().await;
+}
