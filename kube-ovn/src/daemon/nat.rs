@@ -329,6 +329,35 @@ mod tests {
     }
 
     #[test]
+    fn only_default_vpc_subnets_count_and_nat_outgoing_defaults_to_off() {
+        use crate::crd::SubnetSpec;
+        let make = |vpc: Option<&str>, nat: Option<bool>| {
+            Subnet::new(
+                "s1",
+                SubnetSpec {
+                    vpc: vpc.map(str::to_string),
+                    cidr_block: Some("10.16.0.9/16".into()),
+                    nat_outgoing: nat,
+                    ..Default::default()
+                },
+            )
+        };
+        let default = NatSubnet::from_subnet(&make(None, Some(true)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(default.cidrs, ["10.16.0.0/16".parse::<IpNet>().unwrap()]);
+        assert!(default.nat_outgoing);
+        let named = NatSubnet::from_subnet(&make(Some(DEFAULT_VPC), None))
+            .unwrap()
+            .unwrap();
+        assert!(!named.nat_outgoing);
+        assert_eq!(
+            NatSubnet::from_subnet(&make(Some("vpc-a"), Some(true))).unwrap(),
+            None
+        );
+    }
+
+    #[test]
     fn cluster_cidrs_return_before_nat_cidrs_masquerade_per_family() {
         let subnets = [
             subnet("ovn-default", &["10.16.0.0/16", "fd00:10:16::/112"], true),

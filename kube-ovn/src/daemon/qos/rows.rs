@@ -263,3 +263,40 @@ pub(super) async fn remove(
     }
     Ok((policing, port_qos))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policing_is_kbit_with_kube_ovns_eighty_percent_burst() {
+        assert_eq!(policing(None), (0, 0));
+        assert_eq!(policing(Some(10)), (10_000, 8_000));
+        assert_eq!(policing(Some(3)), (3_000, 2_400));
+    }
+
+    #[test]
+    fn ingress_rate_wins_over_netem_and_netem_is_in_microseconds() {
+        let htb = wanted_qos(&QosSpec {
+            ingress_rate: Some(10),
+            latency: Some(50),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(htb.qos_type, HTB);
+        let queue = htb.queue.unwrap();
+        assert_eq!(queue["max-rate"], "10000000");
+        assert_eq!(queue["burst"], "1000000");
+        let netem = wanted_qos(&QosSpec {
+            latency: Some(50),
+            jitter: Some(2),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(netem.qos_type, NETEM);
+        assert_eq!(netem.other_config["latency"], "50000");
+        assert_eq!(netem.other_config["jitter"], "2000");
+        assert!(netem.queue.is_none());
+        assert_eq!(wanted_qos(&QosSpec::default()), None);
+    }
+}
