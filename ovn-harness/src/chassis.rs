@@ -4,8 +4,7 @@
 //! The userspace datapath creates tap devices named `ovs-netdev` and after the bridge in
 //! the network namespace vswitchd runs in, so two chassis can only run side by side when
 //! each has its own namespace: give each a `netns`. Ports added to the bridge (veth host
-//! ends) must then live in that namespace too. `ovn-controller` itself only needs unix
-//! sockets and runs in the caller's namespace.
+//! ends) must then live in that namespace too. `ovn-controller` runs there as well.
 
 use std::path::Path;
 use std::process::Command;
@@ -157,7 +156,16 @@ impl Chassis {
     fn start_controller(&mut self) -> Result<(), HarnessError> {
         let dir = self.db.dir().to_path_buf();
         let log = dir.join("ovn-controller.log");
-        let mut cmd = Command::new("ovn-controller");
+        // in the node's namespace too: it opens the netdevs of the bridges it manages,
+        // and outside the namespace logs `could not open netdev` for each
+        let mut cmd = match &self.config.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, "ovn-controller"]);
+                c
+            }
+            None => Command::new("ovn-controller"),
+        };
         // ovn-controller 23.03 has no --unixctl option: its control socket is
         // OVN_RUNDIR/ovn-controller.PID.ctl.
         cmd.arg(self.db.unix_remote())

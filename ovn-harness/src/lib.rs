@@ -24,11 +24,17 @@
 //! passes by skipping.
 
 mod chassis;
+mod node;
 mod pki;
 mod process;
 mod server;
+pub mod transfer;
 
 pub use chassis::{Chassis, ChassisConfig};
+pub use node::{
+    unique_tag, Cluster, Netns, Node, Pod, PodSpec, Underlay, UNDERLAY_BRIDGE, UNDERLAY_MTU,
+    UNDERLAY_NIC, UNDERLAY_PREFIX,
+};
 pub use pki::{OvsPki, Pki, TlsFiles};
 pub use process::{Daemon, HarnessError};
 pub use server::{Db, Northd, OvnCentral, OvsdbServer, RaftCluster};

@@ -444,6 +444,48 @@ impl<'s> VsTxn<'s> {
         Ok(qos_id)
     }
 
+    /// Inserts a `QoS` row (its `type`, `other_config`, `external_ids` as given) with
+    /// `queues` numbered from 0 (any `queues` already in `qos` are replaced). The row
+    /// is referenced by nothing yet: give it to a port with [`Self::set_port_qos_ref`]
+    /// in the same transaction, as `QoS` and `Queue` rows are roots that stay until
+    /// destroyed.
+    pub fn insert_qos(&mut self, mut qos: QoS, queues: Vec<Queue>) -> RowId<QoS> {
+        qos.queues = queues
+            .iter()
+            .enumerate()
+            .map(|(n, queue)| (n as i64, self.insert(queue)))
+            .collect();
+        self.insert(&qos)
+    }
+
+    /// `set Port PORT qos=ID` (`None`: `clear Port PORT qos`).
+    pub fn set_port_qos_ref(&mut self, port: &str, qos: Option<RowId<QoS>>) -> Result<(), VsError> {
+        let port_id = self.require::<Port>(port)?;
+        self.set(port_id, Port::QOS, qos);
+        Ok(())
+    }
+
+    /// `destroy QoS ID` with the `Queue` rows it holds (as read from the replica).
+    /// Not guarded: a row already gone is what was asked. A port still referring to
+    /// it fails the commit (referential integrity), so clear that reference first.
+    pub fn destroy_qos(&mut self, id: RowId<QoS>) -> Result<(), VsError> {
+        let queues: Vec<RowId<Queue>> = self
+            .store
+            .get(id)?
+            .map(|qos| qos.queues.into_values().collect())
+            .unwrap_or_default();
+        self.push(typed::delete(QoS::ROW_UUID.eq(id)));
+        for queue in queues {
+            self.destroy_queue(queue);
+        }
+        Ok(())
+    }
+
+    /// `destroy Queue ID` (not guarded, as [`Self::destroy_qos`]).
+    pub fn destroy_queue(&mut self, id: RowId<Queue>) {
+        self.push(typed::delete(Queue::ROW_UUID.eq(id)));
+    }
+
     /// Mirrors all traffic of `br` to `output_port` under mirror `name`.
     pub fn add_mirror(
         &mut self,

@@ -243,3 +243,79 @@ async fn ovn_installed_wait_resolves_when_the_key_appears_and_times_out_otherwis
     );
     setter.await.unwrap();
 }
+
+#[tokio::test]
+async fn qos_rows_inserted_replaced_and_destroyed_leave_no_orphans() {
+    let Some(server) = server() else { return };
+    let remote = server.unix_remote();
+    let vs = VsClient::connect(&remote).await.expect("connect");
+    let mut txn = vs.txn();
+    txn.add_br("br-int").unwrap();
+    txn.add_port("br-int", "veth-q", InterfaceSpec::default())
+        .unwrap();
+    vs.commit(txn).await.expect("commit");
+
+    let htb = |rate: &str| {
+        let ids = smap(&[("iface-id", "q.default"), ("pod", "default/q")]);
+        let qos = QoS {
+            r#type: "linux-htb".into(),
+            external_ids: ids.clone(),
+            ..Default::default()
+        };
+        let queue = Queue {
+            other_config: smap(&[("max-rate", rate)]),
+            external_ids: ids,
+            ..Default::default()
+        };
+        (qos, vec![queue])
+    };
+    let mut txn = vs.txn();
+    let (qos, queues) = htb("10000000");
+    let first = txn.insert_qos(qos, queues);
+    txn.set_port_qos_ref("veth-q", Some(first)).unwrap();
+    vs.commit(txn).await.expect("insert");
+    let qos = get(&remote, "Port", "veth-q", "qos");
+    assert_eq!(qos, first.uuid().to_string());
+    assert_eq!(get(&remote, "QoS", &qos, "external_ids:pod"), "default/q");
+    let queue = get(&remote, "QoS", &qos, "queues:0");
+    assert_eq!(
+        get(&remote, "Queue", &queue, "other_config:max-rate"),
+        "10000000"
+    );
+
+    // replace: the old QoS and its Queue go in the same transaction
+    let mut txn = vs.txn();
+    let (qos, queues) = htb("20000000");
+    let second = txn.insert_qos(qos, queues);
+    txn.set_port_qos_ref("veth-q", Some(second)).unwrap();
+    txn.destroy_qos(first).unwrap();
+    vs.commit(txn).await.expect("replace");
+    assert_eq!(vs.store().rows::<QoS>().unwrap().len(), 1);
+    assert_eq!(vs.store().rows::<Queue>().unwrap().len(), 1);
+
+    // clear and destroy: nothing left
+    let mut txn = vs.txn();
+    txn.set_port_qos_ref("veth-q", None).unwrap();
+    txn.destroy_qos(second).unwrap();
+    vs.commit(txn).await.expect("clear");
+    assert_eq!(get(&remote, "Port", "veth-q", "qos"), "[]");
+    assert!(vsctl(&remote, &["list", "QoS"]).trim().is_empty());
+    assert!(vsctl(&remote, &["list", "Queue"]).trim().is_empty());
+
+    // a QoS row still referenced cannot be destroyed alone: nothing is lost
+    let mut txn = vs.txn();
+    let (qos, queues) = htb("5000000");
+    let third = txn.insert_qos(qos, queues);
+    txn.set_port_qos_ref("veth-q", Some(third)).unwrap();
+    vs.commit(txn).await.expect("insert again");
+    let mut txn = vs.txn();
+    txn.destroy_qos(third).unwrap();
+    assert!(
+        vs.commit(txn).await.is_err(),
+        "destroying a referenced QoS must fail"
+    );
+    assert_eq!(
+        get(&remote, "Port", "veth-q", "qos"),
+        third.uuid().to_string()
+    );
+}

@@ -24,8 +24,10 @@
 //! Not done here yet: the join gateway ping and the Node's `NetworkUnavailable`
 //! condition, which need the Kubernetes side.
 
+pub mod nat;
 mod ovn0;
 mod ovs;
+pub mod qos;
 mod spec;
 
 use std::future::Future;

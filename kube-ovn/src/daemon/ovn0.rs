@@ -102,6 +102,11 @@ impl HostNetwork {
         &self.namespace
     }
 
+    /// The netlink handle (for other host-side parts, such as a pod's tbf).
+    pub(crate) fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
     fn fail(
         &self,
         op: &'static str,

@@ -1,0 +1,187 @@
+//! Two simulated nodes joined by GENEVE over a veth underlay carry pod traffic both ways,
+//! and leave nothing behind.
+
+use std::time::Duration;
+
+use ovn_harness::{require_root, unique_tag, Cluster, PodSpec};
+
+const TOOLS: &[&str] = &[
+    "ovsdb-server",
+    "ovsdb-tool",
+    "ovn-northd",
+    "ovs-vswitchd",
+    "ovn-controller",
+    "ovs-vsctl",
+    "ovn-nbctl",
+    "ovn-sbctl",
+    "ip",
+    "ping",
+    "ethtool",
+    "sysctl",
+];
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| !stat.contains(") Z "))
+        .unwrap_or(false)
+}
+
+fn netns_list() -> String {
+    ovn_harness::run("ip", &["netns", "list"]).unwrap_or_default()
+}
+
+/// Polls `cond` every 100 ms for up to `secs` seconds.
+fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+fn pids_of(cluster: &Cluster) -> Vec<u32> {
+    // every daemon of this cluster was started with a path under its temp dirs
+    let dirs: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .map(|n| {
+            n.chassis()
+                .ovs_remote()
+                .trim_start_matches("unix:")
+                .to_string()
+        })
+        .map(|sock| {
+            std::path::Path::new(&sock)
+                .parent()
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if dirs.iter().any(|d| cmdline.contains(d.as_str())) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn two_nodes_over_geneve_carry_pod_traffic_both_ways() {
+    if !require_root(TOOLS) {
+        return;
+    }
+    let tag = unique_tag("gn");
+    let cluster = Cluster::start(&tag, 2).expect("cluster");
+    let (n1, n2) = (&cluster.nodes()[0], &cluster.nodes()[1]);
+
+    // both chassis registered, each with a geneve Encap at its underlay address
+    let encaps = cluster
+        .sbctl(&["--bare", "--columns=type,ip", "list", "Encap"])
+        .unwrap();
+    for node in [n1, n2] {
+        let chassis = cluster
+            .sbctl(&["--bare", "--columns=name", "find", "Chassis"])
+            .unwrap();
+        assert!(chassis.contains(node.name()), "{chassis}");
+        assert!(
+            encaps.contains(&format!("geneve\n{}", node.underlay_ip())),
+            "no geneve Encap for {}: {encaps}",
+            node.underlay_ip()
+        );
+    }
+    // each br-int has a geneve tunnel port towards the other node
+    for (node, peer) in [(n1, n2), (n2, n1)] {
+        let remote = format!("options:remote_ip={}", peer.underlay_ip());
+        assert!(
+            eventually(20, || node
+                .chassis()
+                .vsctl(&[
+                    "--bare",
+                    "--columns=name",
+                    "find",
+                    "Interface",
+                    "type=geneve",
+                    &remote
+                ])
+                .is_ok_and(|out| !out.trim().is_empty())),
+            "{} has no geneve port to {}",
+            node.name(),
+            peer.underlay_ip()
+        );
+    }
+
+    // one switch, one pod per node
+    cluster.nbctl(&["ls-add", "sw0"]).unwrap();
+    for (lsp, mac, ip) in [
+        ("p1", "50:54:00:00:00:01", "10.0.0.11"),
+        ("p2", "50:54:00:00:00:02", "10.0.0.12"),
+    ] {
+        let addresses = format!("{mac} {ip}");
+        cluster
+            .nbctl(&[
+                "lsp-add",
+                "sw0",
+                lsp,
+                "--",
+                "lsp-set-addresses",
+                lsp,
+                &addresses,
+            ])
+            .unwrap();
+    }
+    cluster.nbctl(&["--wait=hv", "sync"]).unwrap();
+    let spec = |n: u8| PodSpec {
+        netns: format!("{tag}p{n}"),
+        host_iface: format!("vp{n}"),
+        iface_id: format!("p{n}"),
+        mac: format!("50:54:00:00:00:0{n}"),
+        cidr: format!("10.0.0.1{n}/24"),
+        gateway: None,
+    };
+    let p1 = n1.plug_pod(&spec(1)).expect("plug p1 on n1");
+    let p2 = n2.plug_pod(&spec(2)).expect("plug p2 on n2");
+    assert!(
+        eventually(10, || p1.ping("10.0.0.12")),
+        "p1 (n1) -> p2 (n2)"
+    );
+    assert!(
+        eventually(10, || p2.ping("10.0.0.11")),
+        "p2 (n2) -> p1 (n1)"
+    );
+    // a full-size packet crosses too (the underlay MTU leaves room for GENEVE)
+    p1.netns()
+        .exec(
+            "ping",
+            &["-c", "1", "-W", "2", "-M", "do", "-s", "1472", "10.0.0.12"],
+        )
+        .expect("1500-byte packet p1 -> p2");
+
+    // teardown: nothing of ours is left
+    let pids = pids_of(&cluster);
+    assert!(
+        pids.len() >= 6,
+        "expected the nodes' daemons, found {pids:?}"
+    );
+    drop((p1, p2));
+    drop(cluster);
+    for pid in pids {
+        assert!(!pid_alive(pid), "process {pid} survived the cluster");
+    }
+    let left = netns_list();
+    assert!(!left.contains(&tag), "namespaces left behind: {left}");
+    let links = ovn_harness::run("ip", &["-o", "link", "show"]).unwrap();
+    assert!(
+        !links.contains("eth-ul") && !links.contains("vp1"),
+        "{links}"
+    );
+}
