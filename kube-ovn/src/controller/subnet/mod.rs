@@ -8,6 +8,7 @@
 //! routes, gateway nodes, underlay (vlan) and non-`ovn` providers are not written.
 
 pub mod desired;
+pub mod gateway;
 pub mod namespaces;
 pub mod reconcile;
 pub mod validate;
