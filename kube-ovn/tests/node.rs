@@ -192,6 +192,17 @@ async fn nodes_get_join_addresses_ports_policies_and_annotations_once() {
         "{list}"
     );
 
+    // the distributed gateway of ovn-default: a port group per node, and its policy
+    let dist1 = "ip4.src == $ovn.default.n1_ip4";
+    assert!(has_policy(&list, "29000", dist1, &reroute1), "{list}");
+    let group = |col: &str| common::nb_get(nb, "Port_Group", "ovn.default.n1", col);
+    assert_eq!(group("external_ids:np"), "ovn-default/n1");
+    assert_eq!(group("external_ids:vendor"), "kube-ovn");
+    assert!(
+        !list.contains("$join."),
+        "no distributed gateway for join: {list}"
+    );
+
     // a second reconcile of the stored node changes nothing
     let stored = get_node(client, "n1").await.unwrap();
     let again = apply(&env.ctx, &stored).await.unwrap();
@@ -297,6 +308,12 @@ async fn a_later_chassis_is_annotated_and_a_deleted_node_takes_everything() {
         has_policy(&list, "29000", "ip4.src == 10.70.0.0/24", &w2_only),
         "{list}"
     );
+    assert!(!list.contains("$central."), "a centralized subnet: {list}");
+    assert!(!list.contains(".w1_ip4"), "{list}");
+    assert!(list.contains("$ovn.default.w2_ip4"), "{list}");
+    let groups = common::nbctl(&nb, &["--columns=name", "list", "port_group"]);
+    assert!(!groups.contains("ovn.default.w1"), "{groups}");
+    assert!(groups.contains("ovn.default.w2"), "{groups}");
     let chassis = common::sbctl(&sb, &["--columns=name", "list", "chassis"]);
     assert!(!chassis.contains("w1-system-id"), "{chassis}");
     assert_eq!(env.ctx.ipam.get("join", &node_owner("w1")).unwrap(), None);
@@ -405,5 +422,13 @@ async fn a_centralized_subnet_reroutes_to_its_gateway_node_and_a_missing_one_is_
     assert!(!policies(nb).contains("10.71.0.0/24"));
     let (ready, _, _) = condition(&get_subnet(client, "cent").await, READY);
     assert_eq!(ready, ConditionStatus::True);
+    // ... and the node's reconcile gives it the distributed gateway's policy
+    let gw = get_node(client, "gw1").await.unwrap();
+    assert!(apply(&env.ctx, &gw).await.unwrap().nb_ops > 0);
+    let list = policies(nb);
+    assert!(
+        has_policy(&list, "29000", "ip4.src == $cent.gw1_ip4", &reroute),
+        "{list}"
+    );
     env.server.shutdown().await;
 }

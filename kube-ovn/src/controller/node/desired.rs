@@ -8,7 +8,8 @@
 //!   policy at [`NODE_ROUTER_POLICY_PRIORITY`] `ip4.dst == <node internal IP>` reroute
 //!   `<join IP>`, `external_ids` `vendor`, `node`, `address-family` (Kube-OVN's
 //!   `addNodeGatewayStaticRoute` successor in `handleAddNode`): pods reach the node
-//!   through its `ovn0`, and the replies come back the same way.
+//!   through its `ovn0`, and the replies come back the same way;
+//! * the distributed gateway's port groups and policies ([`super::distributed`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -16,6 +17,7 @@ use std::net::IpAddr;
 use ipam::{Allocation, Mac};
 use ovn_nb::{LogicalSwitchPort, NbError, NbTxn, PolicySpec};
 
+use super::distributed::{write_distributed, DistributedSubnet};
 use super::policies::{
     owned_by, reroute, router_policies, sync_policies, GATEWAY_ROUTER_POLICY_PRIORITY,
     NODE_ROUTER_POLICY_PRIORITY,
@@ -37,6 +39,8 @@ pub struct NodeRows {
     pub join: Allocation,
     /// The node's `InternalIP` addresses.
     pub internal: IpPair,
+    /// The Subnets whose pods leave through their own node.
+    pub distributed: Vec<DistributedSubnet>,
 }
 
 /// `external_ids` of a node's port.
@@ -131,7 +135,8 @@ pub fn write_node(txn: &mut NbTxn<'_>, rows: &NodeRows) -> Result<(), NbError> {
         &rows.router,
         node_policy(&rows.node),
         &node_policies(rows),
-    )
+    )?;
+    write_distributed(txn, &rows.router, &rows.node, &rows.join, &rows.distributed)
 }
 
 /// Appends the operations dropping `node`'s next hop from the centralized gateway
@@ -175,5 +180,6 @@ pub fn delete_node(txn: &mut NbTxn<'_>, node: &str, router: &str) -> Result<(), 
         }
     }
     sync_policies(txn, router, node_policy(node), &[])?;
+    write_distributed(txn, router, node, &Allocation::default(), &[])?;
     drop_gateway_hops(txn, node, router)
 }

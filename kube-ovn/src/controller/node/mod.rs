@@ -4,12 +4,14 @@
 //! ([`desired`]), its SB chassis ([`chassis`]) and the annotations the node daemon
 //! reads ([`reconcile`]); all of it goes with the node.
 //!
+//! The distributed gateway's per-node port groups and policies are in [`distributed`].
+//!
 //! Not done: the `node-<node>` IP object, the port group `node.<node>` for network
-//! policies, the distributed gateway's per-subnet port groups and policies, and the
-//! underlay address sets.
+//! policies, and the underlay address sets.
 
 pub mod chassis;
 pub mod desired;
+pub mod distributed;
 pub mod policies;
 pub mod reconcile;
 pub mod watch;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ipam::{AllocError, Allocation, AllocationRequest, MacRequest};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{finalizer, Event};
 use ovn_nb::NbError;
@@ -18,8 +18,11 @@ use serde_json::json;
 
 use super::chassis::{chassis_of, delete_chassis, tag_chassis};
 use super::desired::{delete_node, write_node, NodeRows};
+use super::distributed::DistributedSubnet;
 use crate::annotations::{AnnotationError, AnnotationMap, IpPair, NodeAnnotations};
+use crate::controller::subnet::validate;
 use crate::controller::{owners, Context};
+use crate::crd::{GatewayType, Subnet};
 
 /// The finalizer Kube-OVN's controller puts on the objects whose rows it owns.
 pub const FINALIZER: &str = crate::controller::subnet::FINALIZER;
@@ -67,6 +70,15 @@ pub enum NodeError {
         /// Why.
         #[source]
         source: Box<SbError>,
+    },
+    /// Listing the Subnets failed.
+    #[error("node {node}: listing subnets failed")]
+    List {
+        /// The node.
+        node: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
     },
     /// Patching the node's annotations failed.
     #[error("node {node}: patching its annotations failed")]
@@ -170,6 +182,39 @@ async fn chassis(ctx: &Context, node: &str) -> Result<Option<String>, NodeError>
     Ok(Some(first.name.clone()))
 }
 
+/// The valid overlay Subnets of the default VPC with a distributed gateway (all but
+/// the join subnet, centralized ones, and underlay ones without a logical gateway).
+async fn distributed_subnets(
+    ctx: &Context,
+    node: &str,
+) -> Result<Vec<DistributedSubnet>, NodeError> {
+    let all = Api::<Subnet>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| NodeError::List {
+            node: node.to_string(),
+            source,
+        })?
+        .items;
+    let router = &ctx.config.cluster_router;
+    let distributed = all
+        .iter()
+        .filter(|s| s.metadata.deletion_timestamp.is_none())
+        .filter(|s| s.spec.gateway_type != Some(GatewayType::Centralized))
+        .filter(|s| {
+            s.spec.vlan.as_deref().unwrap_or_default().is_empty()
+                || s.spec.logical_gateway == Some(true)
+        })
+        .filter_map(|s| validate(s, &all, router).ok())
+        .filter(|v| &v.vpc == router && v.name != ctx.config.node_switch.name)
+        .map(|v| DistributedSubnet {
+            name: v.name,
+            cidr: v.cidr,
+        })
+        .collect();
+    Ok(distributed)
+}
+
 /// The annotations Kube-OVN's controller writes on a node.
 fn desired_annotations(
     ctx: &Context,
@@ -237,6 +282,7 @@ pub async fn apply(ctx: &Context, node: &Node) -> Result<NodeReport, NodeError> 
         router: ctx.config.cluster_router.clone(),
         join,
         internal: internal_ips(node),
+        distributed: distributed_subnets(ctx, &name).await?,
     };
     let nb_err = |source| NodeError::Nb {
         node: name.clone(),
