@@ -259,3 +259,31 @@ pub fn names_node(subnet: &Subnet, node: &str) -> bool {
     let spec = subnet.spec.gateway_node.as_deref().unwrap_or_default();
     parse_gateway_nodes(spec).is_ok_and(|nodes| nodes.iter().any(|n| n.name == node))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gateway_node_entries_parse_with_or_without_an_egress_ip() {
+        let nodes = parse_gateway_nodes(" n1, n2:172.18.0.3,,n3:fd00::3 ").unwrap();
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["n1", "n2", "n3"]);
+        assert_eq!(nodes[0].egress_ip, None);
+        assert_eq!(nodes[1].egress_ip, Some("172.18.0.3".parse().unwrap()));
+        assert_eq!(nodes[2].egress_ip, Some("fd00::3".parse().unwrap()));
+        assert_eq!(parse_gateway_nodes("").unwrap(), []);
+    }
+
+    #[test]
+    fn malformed_gateway_node_entries_are_named() {
+        for (spec, entry) in [("n1,:10.0.0.1", ":10.0.0.1"), ("n1:nope", "n1:nope")] {
+            let err = parse_gateway_nodes(spec).unwrap_err();
+            assert!(
+                matches!(&err, GatewayProblem::Malformed { entry: e, .. } if e == entry),
+                "{err}"
+            );
+            assert!(err.to_string().contains(entry), "{err}");
+        }
+    }
+}
