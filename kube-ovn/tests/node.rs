@@ -387,11 +387,35 @@ async fn a_centralized_subnet_reroutes_to_its_gateway_node_and_a_missing_one_is_
     );
     let (ready, _, _) = condition(&get_subnet(client, "cent").await, READY);
     assert_eq!(ready, ConditionStatus::True);
+    let active = |s: &Subnet| s.status.as_ref().and_then(|st| st.activate_gateway.clone());
+    assert_eq!(
+        active(&get_subnet(client, "cent").await).as_deref(),
+        Some("gw1")
+    );
     // a second apply writes nothing more
     let again = subnet::apply(&env.ctx, &get_subnet(client, "cent").await)
         .await
         .unwrap();
-    assert_eq!(again.nb_ops, 0);
+    assert_eq!((again.nb_ops, again.status_written), (0, false));
+
+    // without ECMP the active gateway stays while it is ready, whatever the order
+    let gw2 = create_node(client, "gw2", "172.20.0.3", &[]).await;
+    apply(&env.ctx, &gw2).await.unwrap();
+    let patch = serde_json::json!({ "spec": { "gatewayNode": "gw2,gw1" } });
+    let reordered = Api::<Subnet>::all(client.clone())
+        .patch("cent", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    subnet::apply(&env.ctx, &reordered).await.unwrap();
+    let list = policies(nb);
+    assert!(
+        has_policy(&list, "29000", "ip4.src == 10.71.0.0/24", &reroute),
+        "{list}"
+    );
+    assert_eq!(
+        active(&get_subnet(client, "cent").await).as_deref(),
+        Some("gw1")
+    );
 
     // the gateway moved to a node that does not exist: named, the policy kept as it was
     let patch = serde_json::json!({ "spec": { "gatewayNode": "ghost" } });
@@ -410,6 +434,7 @@ async fn a_centralized_subnet_reroutes_to_its_gateway_node_and_a_missing_one_is_
     assert!(message.contains("node ghost does not exist"), "{message}");
     let (ready, _, _) = condition(&stored, READY);
     assert_eq!(ready, ConditionStatus::False);
+    assert_eq!(active(&stored).as_deref(), Some("gw1"));
 
     // back to distributed: the centralized policy goes
     let patch = serde_json::json!({ "spec": { "gatewayType": "distributed" } });
@@ -420,8 +445,10 @@ async fn a_centralized_subnet_reroutes_to_its_gateway_node_and_a_missing_one_is_
     let report = subnet::apply(&env.ctx, &distributed).await.unwrap();
     assert_eq!(report.gateway_problem, None);
     assert!(!policies(nb).contains("10.71.0.0/24"));
-    let (ready, _, _) = condition(&get_subnet(client, "cent").await, READY);
+    let stored = get_subnet(client, "cent").await;
+    let (ready, _, _) = condition(&stored, READY);
     assert_eq!(ready, ConditionStatus::True);
+    assert_eq!(active(&stored), None);
     // ... and the node's reconcile gives it the distributed gateway's policy
     let gw = get_node(client, "gw1").await.unwrap();
     assert!(apply(&env.ctx, &gw).await.unwrap().nb_ops > 0);

@@ -6,8 +6,9 @@
 //! [`GATEWAY_ROUTER_POLICY_PRIORITY`] `ip4.src == <cidr>` reroute to the gateway
 //! nodes' join IPs (all of them with `enableEcmp`, else the first ready one), with
 //! `external_ids` `vendor`, `subnet=<subnet>` and `<node>=<join IP>` per next hop (so
-//! the node reconciler can drop a deleted node's hop). A distributed Subnet has no
-//! such policy (an old one is removed).
+//! the node reconciler can drop a deleted node's hop). Without ECMP the active gateway
+//! stays the one in `status.activateGateway` while it is ready. A distributed Subnet
+//! has no such policy (an old one is removed) and no active gateway.
 //!
 //! A gateway node that does not exist, or a malformed entry, leaves NB untouched and
 //! is reported in the Subnet's conditions, naming it.
@@ -119,13 +120,15 @@ fn gateway_joins(
     Ok(ready)
 }
 
-/// The centralized gateway policies of `subnet`, given the cluster's nodes.
+/// The centralized gateway policies of `subnet`, given the cluster's nodes, and the
+/// active gateway without ECMP (`active`, the current one, is kept while ready).
 pub fn centralized_policies(
     subnet: &ValidSubnet,
     gateway_node: &str,
     ecmp: bool,
+    active: Option<&str>,
     nodes: &[Node],
-) -> Result<Vec<PolicySpec>, GatewayProblem> {
+) -> Result<(Vec<PolicySpec>, Option<String>), GatewayProblem> {
     let gateways = parse_gateway_nodes(gateway_node)?;
     if gateways.is_empty() {
         return Err(GatewayProblem::NoGatewayNode);
@@ -136,8 +139,13 @@ pub fn centralized_policies(
             nodes: gateways.into_iter().map(|g| g.name).collect(),
         });
     }
+    let mut chosen = None;
     if !ecmp {
-        ready.truncate(1);
+        let keep = ready
+            .iter()
+            .position(|(name, _)| Some(name.as_str()) == active);
+        ready = vec![ready.swap_remove(keep.unwrap_or(0))];
+        chosen = Some(ready[0].0.clone());
     }
     let families = [
         (subnet.cidr.v4.map(|c| c.to_string()), 4),
@@ -170,7 +178,7 @@ pub fn centralized_policies(
             ids,
         ));
     }
-    Ok(policies)
+    Ok((policies, chosen))
 }
 
 /// Whether a policy is `subnet`'s centralized gateway policy (the distributed
@@ -199,6 +207,8 @@ pub struct GatewayOutcome {
     pub nb_ops: usize,
     /// Why the gateway was left as it was, if it was.
     pub problem: Option<GatewayProblem>,
+    /// The `status.activateGateway` to write (None: leave it as it is).
+    pub active: Option<Option<String>>,
 }
 
 /// Makes the cluster router's gateway policies of a valid Subnet in the default VPC
@@ -212,7 +222,11 @@ pub async fn reconcile_gateway(
     if &valid.vpc != router || valid.name == ctx.config.node_switch.name {
         return Ok(GatewayOutcome::default());
     }
-    let desired = match subnet.spec.gateway_type {
+    let current = subnet
+        .status
+        .as_ref()
+        .and_then(|s| s.activate_gateway.as_deref());
+    let (desired, active) = match subnet.spec.gateway_type {
         Some(GatewayType::Centralized) => {
             let nodes = Api::<Node>::all(ctx.client.clone())
                 .list(&ListParams::default())
@@ -225,18 +239,18 @@ pub async fn reconcile_gateway(
                 .items;
             let gateway_node = subnet.spec.gateway_node.as_deref().unwrap_or_default();
             let ecmp = subnet.spec.enable_ecmp.unwrap_or(false);
-            match centralized_policies(valid, gateway_node, ecmp, &nodes) {
-                Ok(policies) => policies,
+            match centralized_policies(valid, gateway_node, ecmp, current, &nodes) {
+                Ok(found) => found,
                 Err(problem) => {
                     tracing::warn!(subnet = %valid.name, %problem, "centralized gateway left as it was");
                     return Ok(GatewayOutcome {
-                        nb_ops: 0,
                         problem: Some(problem),
+                        ..GatewayOutcome::default()
                     });
                 }
             }
         }
-        _ => Vec::new(),
+        _ => (Vec::new(), None),
     };
     let nb_err = |source| SubnetError::Nb {
         subnet: valid.name.clone(),
@@ -251,6 +265,7 @@ pub async fn reconcile_gateway(
     Ok(GatewayOutcome {
         nb_ops,
         problem: None,
+        active: Some(active),
     })
 }
 

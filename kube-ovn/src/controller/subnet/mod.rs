@@ -6,8 +6,8 @@
 //!
 //! Not done yet: the status usage counts (`v4usingIPs`, `v4availableIPs`, ...) wait
 //! for IPAM to be wired in; ACLs, DHCP options, load balancers on the switch, the
-//! 31000 allow policy, `status.activateGateway`, `gatewayNodeSelectors`, underlay
-//! (vlan) and non-`ovn` providers are not written.
+//! 31000 allow policy, `gatewayNodeSelectors`, underlay (vlan) and non-`ovn`
+//! providers are not written.
 
 pub mod desired;
 pub mod gateway;

@@ -16,7 +16,8 @@ use serde_json::json;
 
 use super::desired::{delete_subnet, write_subnet};
 use super::gateway::{
-    delete_gateway_policies, reconcile_gateway, GatewayProblem, REASON_GATEWAY_FAILED,
+    delete_gateway_policies, reconcile_gateway, GatewayOutcome, GatewayProblem,
+    REASON_GATEWAY_FAILED,
 };
 use super::namespaces;
 use super::validate::{validate, vpc_of, SubnetInvalid, ValidSubnet};
@@ -211,18 +212,27 @@ async fn write_status(
     ctx: &SubnetContext,
     subnet: &Subnet,
     invalid: Option<&SubnetInvalid>,
-    gateway: Option<&GatewayProblem>,
+    gateway: &GatewayOutcome,
 ) -> Result<bool, SubnetError> {
     let mut conds = subnet
         .status
         .as_ref()
         .map(|s| s.conditions.clone())
         .unwrap_or_default();
-    if !set_conditions(&mut conds, invalid, gateway) {
+    let current = subnet
+        .status
+        .as_ref()
+        .and_then(|s| s.activate_gateway.clone());
+    let active = gateway.active.as_ref().filter(|a| **a != current);
+    if !set_conditions(&mut conds, invalid, gateway.problem.as_ref()) && active.is_none() {
         return Ok(false);
     }
     let name = name_of(subnet);
-    let patch = json!({ "status": { "conditions": conds } });
+    let mut patch = json!({ "status": { "conditions": conds } });
+    if let Some(active) = active {
+        // null removes the field (merge patch)
+        patch["status"]["activateGateway"] = json!(active);
+    }
     Api::<Subnet>::all(ctx.client.clone())
         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -292,7 +302,8 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
     match validate(subnet, &cluster.subnets, &ctx.config.cluster_router) {
         Err(invalid) => {
             tracing::warn!(subnet = %name, %invalid, "subnet is invalid; nothing written to NB");
-            report.status_written = write_status(ctx, subnet, Some(&invalid), None).await?;
+            report.status_written =
+                write_status(ctx, subnet, Some(&invalid), &GatewayOutcome::default()).await?;
             report.invalid = Some(invalid);
         }
         Ok(valid) => {
@@ -301,8 +312,7 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
             let gateway = reconcile_gateway(ctx, subnet, &valid).await?;
             report.nb_ops += gateway.nb_ops;
             report.namespaces_patched = bind_namespaces(ctx, &cluster, subnet).await?;
-            let problem = gateway.problem.as_ref();
-            report.status_written = write_status(ctx, subnet, None, problem).await?;
+            report.status_written = write_status(ctx, subnet, None, &gateway).await?;
             report.gateway_problem = gateway.problem;
         }
     }
