@@ -17,6 +17,7 @@ use kube_ovn::config::{ConfigError, ControllerConfig};
 use kube_ovn::controller::leader::{self, LeaderElection};
 use kube_ovn::controller::{self, bootstrap};
 use ovn_nb::NbClient;
+use ovn_sb::SbClient;
 
 /// How long to look for a reachable NB leader before giving up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -119,9 +120,42 @@ async fn lead(config: &ControllerConfig, client: kube::Client) -> anyhow::Result
         "kube-ovn-controller: start-up done ({} NB operations); {not_yet}",
         report.ops_written()
     );
-    let ctx = controller::Context::new(client, Arc::new(nb), Arc::new(config.clone()));
+    let mut ctx = controller::Context::new(client, Arc::new(nb), Arc::new(config.clone()));
+    if let Some(sb) = connect_sb(config).await {
+        ctx = ctx.with_sb(Arc::new(sb));
+    }
     controller::run(Arc::new(ctx)).await.context("controller")?;
     Ok(())
+}
+
+/// The southbound database at `--ovn-sb-addr`, read by the node reconciler for each
+/// node's chassis. Without it (flag empty or SB unreachable) nodes get no `chassis`
+/// annotation and their chassis are not deleted with them: a warning says so.
+async fn connect_sb(config: &ControllerConfig) -> Option<SbClient> {
+    let remotes = config
+        .ovn_sb_addr
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    if remotes.is_empty() {
+        tracing::warn!("no --ovn-sb-addr: node chassis are not tracked");
+        return None;
+    }
+    match tokio::time::timeout(CONNECT_TIMEOUT, SbClient::connect(&remotes)).await {
+        Ok(Ok(sb)) => {
+            tracing::info!(remotes = %remotes, "connected to the OVN southbound database");
+            Some(sb)
+        }
+        Ok(Err(err)) => {
+            tracing::warn!(remotes = %remotes, error = %err, "SB unreachable: node chassis are not tracked");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(remotes = %remotes, "no SB leader within {CONNECT_TIMEOUT:?}: node chassis are not tracked");
+            None
+        }
+    }
 }
 
 /// The Kubernetes client: `--kubeconfig` if given, else in-cluster or `$KUBECONFIG`.

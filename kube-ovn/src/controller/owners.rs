@@ -72,6 +72,14 @@ pub fn node_of_port_name(name: &str) -> Option<&str> {
     name.strip_prefix("node-").filter(|n| !n.is_empty())
 }
 
+/// The port group of a distributed-gateway Subnet's pods on one node,
+/// `<subnet>.<node>` with every `-` made `.` (OVN address set names, which the group's
+/// `_ip4`/`_ip6` sets take after it, allow no `-`): Kube-OVN's
+/// `getOverlaySubnetsPortGroupName`.
+pub fn distributed_port_group_name(subnet: &str, node: &str) -> String {
+    format!("{subnet}.{node}").replace('-', ".")
+}
+
 /// The IPAM view of a Subnet's address fields (`cidrBlock`, `gateway`, `excludeIps`);
 /// `None` when it has no CIDR yet.
 pub fn ipam_spec(subnet: &Subnet) -> Option<SubnetSpec> {
@@ -98,6 +106,10 @@ mod tests {
             "web-0.default.macvlan.default"
         );
         assert_eq!(node_port_name("kube-ovn-worker"), "node-kube-ovn-worker");
+        assert_eq!(
+            distributed_port_group_name("ovn-default", "kube-ovn-worker"),
+            "ovn.default.kube.ovn.worker"
+        );
         assert_eq!(
             pod_owner("ns1", "a", OVN_PROVIDER).to_string(),
             pod_owner("ns1", "a", "ovn").to_string()

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::defaults::ensure_default_subnets;
-use super::{gc, ipam_rebuild, ippool, subnet, Context};
+use super::{gc, ipam_rebuild, ippool, node, subnet, Context};
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +57,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
 pub async fn run_reconcilers(ctx: Arc<Context>) {
     futures::join!(
         subnet::run(ctx.clone()),
+        node::run(ctx.clone()),
         ippool::run(ctx.clone()),
         gc::run(ctx.clone()),
     );

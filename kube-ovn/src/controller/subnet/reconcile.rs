@@ -15,6 +15,10 @@ use ovn_nb::{LogicalRouter, NbError};
 use serde_json::json;
 
 use super::desired::{delete_subnet, write_subnet};
+use super::gateway::{
+    delete_gateway_policies, reconcile_gateway, GatewayOutcome, GatewayProblem,
+    REASON_GATEWAY_FAILED,
+};
 use super::namespaces;
 use super::validate::{validate, vpc_of, SubnetInvalid, ValidSubnet};
 use crate::controller::bootstrap::random_mac;
@@ -103,6 +107,8 @@ pub struct ApplyReport {
     pub status_written: bool,
     /// Namespaces whose binding annotations were patched.
     pub namespaces_patched: usize,
+    /// Why the centralized gateway was left as it was (reported in the conditions).
+    pub gateway_problem: Option<GatewayProblem>,
 }
 
 impl ApplyReport {
@@ -168,11 +174,20 @@ fn valid_subnets(
 fn set_conditions(
     status: &mut Vec<conditions::Condition>,
     invalid: Option<&SubnetInvalid>,
+    gateway: Option<&GatewayProblem>,
 ) -> bool {
     let now = || Time(k8s_openapi::jiff::Timestamp::now());
     let (t, f) = (ConditionStatus::True, ConditionStatus::False);
-    let table = match invalid {
-        Some(e) => {
+    let table = match (invalid, gateway) {
+        (None, Some(problem)) => {
+            let msg = problem.to_string();
+            [
+                (ERROR, t.clone(), REASON_GATEWAY_FAILED, msg.clone()),
+                (VALIDATED, t, REASON_VALID, String::new()),
+                (READY, f, REASON_GATEWAY_FAILED, msg),
+            ]
+        }
+        (Some(e), _) => {
             let msg = e.to_string();
             [
                 (ERROR, t, REASON_INVALID, msg.clone()),
@@ -180,7 +195,7 @@ fn set_conditions(
                 (READY, f, REASON_INVALID, msg),
             ]
         }
-        None => [
+        (None, None) => [
             (ERROR, f, REASON_READY, String::new()),
             (VALIDATED, t.clone(), REASON_VALID, String::new()),
             (READY, t, REASON_READY, String::new()),
@@ -197,17 +212,27 @@ async fn write_status(
     ctx: &SubnetContext,
     subnet: &Subnet,
     invalid: Option<&SubnetInvalid>,
+    gateway: &GatewayOutcome,
 ) -> Result<bool, SubnetError> {
     let mut conds = subnet
         .status
         .as_ref()
         .map(|s| s.conditions.clone())
         .unwrap_or_default();
-    if !set_conditions(&mut conds, invalid) {
+    let current = subnet
+        .status
+        .as_ref()
+        .and_then(|s| s.activate_gateway.clone());
+    let active = gateway.active.as_ref().filter(|a| **a != current);
+    if !set_conditions(&mut conds, invalid, gateway.problem.as_ref()) && active.is_none() {
         return Ok(false);
     }
     let name = name_of(subnet);
-    let patch = json!({ "status": { "conditions": conds } });
+    let mut patch = json!({ "status": { "conditions": conds } });
+    if let Some(active) = active {
+        // null removes the field (merge patch)
+        patch["status"]["activateGateway"] = json!(active);
+    }
     Api::<Subnet>::all(ctx.client.clone())
         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -277,14 +302,18 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
     match validate(subnet, &cluster.subnets, &ctx.config.cluster_router) {
         Err(invalid) => {
             tracing::warn!(subnet = %name, %invalid, "subnet is invalid; nothing written to NB");
-            report.status_written = write_status(ctx, subnet, Some(&invalid)).await?;
+            report.status_written =
+                write_status(ctx, subnet, Some(&invalid), &GatewayOutcome::default()).await?;
             report.invalid = Some(invalid);
         }
         Ok(valid) => {
             register_in_ipam(ctx, subnet);
             report.nb_ops = write_nb(ctx, &valid).await?;
+            let gateway = reconcile_gateway(ctx, subnet, &valid).await?;
+            report.nb_ops += gateway.nb_ops;
             report.namespaces_patched = bind_namespaces(ctx, &cluster, subnet).await?;
-            report.status_written = write_status(ctx, subnet, None).await?;
+            report.status_written = write_status(ctx, subnet, None, &gateway).await?;
+            report.gateway_problem = gateway.problem;
         }
     }
     tracing::info!(subnet = %name, ?report, "subnet reconciled");
@@ -313,6 +342,7 @@ pub async fn cleanup(ctx: &SubnetContext, subnet: &Subnet) -> Result<usize, Subn
     };
     let mut txn = ctx.nb.txn();
     delete_subnet(&mut txn, &name, &router).map_err(nb_err)?;
+    delete_gateway_policies(&mut txn, &router, &name).map_err(nb_err)?;
     let ops = txn.ops().len();
     if ops > 0 {
         ctx.nb.commit(txn).await.map_err(nb_err)?;

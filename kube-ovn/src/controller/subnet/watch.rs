@@ -1,15 +1,17 @@
 //! The Subnet reconciler under kube-rs's runtime `Controller`: a watcher and reflector
 //! of Subnets, plus a watch of Namespaces that re-reconciles the Subnets listing a
-//! changed namespace.
+//! changed namespace, and a watch of Nodes that re-reconciles the Subnets naming a
+//! changed node as gateway.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{watcher, Controller};
 
+use super::gateway::names_node;
 use super::reconcile::{error_policy, reconcile};
 use crate::controller::Context;
 use crate::crd::Subnet;
@@ -20,6 +22,8 @@ pub async fn run(ctx: Arc<Context>) {
     let namespaces: Api<Namespace> = Api::all(ctx.client.clone());
     let controller = Controller::new(subnets, watcher::Config::default());
     let store = controller.store();
+    let gateway_store = store.clone();
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
     controller
         .watches(
             namespaces,
@@ -34,6 +38,16 @@ pub async fn run(ctx: Arc<Context>) {
                     .collect::<Vec<_>>()
             },
         )
+        // a gateway node's join address (or its removal) changes the subnet's policy
+        .watches(nodes, watcher::Config::default(), move |node: Node| {
+            let name = node.metadata.name.unwrap_or_default();
+            gateway_store
+                .state()
+                .into_iter()
+                .filter(|s| names_node(s, &name))
+                .map(|s| ObjectRef::from_obj(&*s))
+                .collect::<Vec<_>>()
+        })
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
