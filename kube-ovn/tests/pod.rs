@@ -21,7 +21,7 @@ use kube::Client;
 use kube_ovn::config::ControllerConfig;
 use kube_ovn::controller::pod::{apply, PodOutcome, ReadyReport, FINALIZER};
 use kube_ovn::controller::{bootstrap, ensure_default_subnets, run, subnet, Context};
-use kube_ovn::crd::{Subnet, SubnetSpec, IP};
+use kube_ovn::crd::{IPPool, IPPoolSpec, Subnet, SubnetSpec, IP};
 use ovn_harness::OvnCentral;
 use ovn_nb::NbClient;
 
@@ -329,11 +329,48 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
     assert_eq!(host.metadata.annotations, None);
     assert!(!lsp_list(nb, DEFAULT).contains("(host.default)"));
 
-    // usage figures follow: web in ovn-default, a1 in sub-a
+    // an IPPool bound to a namespace: its pods take the pool's addresses first, then
+    // the subnet's free range; a pod naming the pool gets nothing once it is full.
+    // (The IPPool reconciler registers pools in the IPAM; done by hand here.)
+    create_namespace(client, "ns-b").await;
+    let pool_spec = IPPoolSpec {
+        subnet: "sub-a".into(),
+        namespaces: vec!["ns-b".into()],
+        ips: vec!["10.61.0.200..10.61.0.201".into()],
+        ..Default::default()
+    };
+    Api::<IPPool>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &IPPool::new("pool-b", pool_spec.clone()),
+        )
+        .await
+        .unwrap();
+    let ipam_pool = ipam::PoolSpec {
+        ips: pool_spec.ips.clone(),
+    };
+    env.ctx
+        .ipam
+        .add_or_update_pool("sub-a", "pool-b", &ipam_pool)
+        .unwrap();
+    let mut got = Vec::new();
+    for name in ["b1", "b2", "b3"] {
+        let (pod, outcome) = create_and_apply(&env, pod_object("ns-b", name, &[])).await;
+        assert_eq!(ready(outcome).subnet, "sub-a");
+        got.push(annotation(&pod, "ip_address").unwrap());
+    }
+    assert_eq!(got, ["10.61.0.200", "10.61.0.201", "10.61.0.3"]);
+    let named = [("ovn.kubernetes.io/ip_pool", "pool-b")];
+    let (_, outcome) = create_and_apply(&env, pod_object("ns-b", "b4", &named)).await;
+    let (reason, message) = refused(outcome);
+    assert_eq!(reason, "AcquireAddressFailed");
+    assert!(message.contains("pool-b"), "{message}");
+
+    // usage figures follow: web in ovn-default, a1, b1, b2 and b3 in sub-a
     assert_eq!(using_ips(client, DEFAULT).await.0, 1);
     let (using, available) = using_ips(client, "sub-a").await;
     // a /24: .1 to .254 usable, less the gateway
-    assert_eq!((using, using + available), (1, 254 - 1));
+    assert_eq!((using, using + available), (4, 254 - 1));
     env.server.shutdown().await;
 }
 
