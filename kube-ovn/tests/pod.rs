@@ -316,6 +316,8 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
     // a namespace bound to a subnet
     create_namespace(client, "ns-a").await;
     create_subnet(&env, "sub-a", "10.61.0.0/24", &["ns-a"]).await;
+    // the subnet reconciler writes the figures of a subnet without pods
+    assert_eq!(using_ips(client, "sub-a").await, (0, 254 - 1));
     let (a1, outcome) = create_and_apply(&env, pod_object("ns-a", "a1", &[])).await;
     assert_eq!(ready(outcome).subnet, "sub-a");
     assert_eq!(annotation(&a1, "ip_address").as_deref(), Some("10.61.0.2"));
