@@ -483,6 +483,41 @@ async fn static_conflicting_outside_and_malformed_requests() {
     );
     assert_eq!(lsp_get(nb, "fixed.default", "addresses"), entry);
     assert_eq!(get_pod(client, "default", "fixed").await.unwrap(), fixed);
+
+    // the other way round: an older pod claims back what a younger one holds; the
+    // younger gives it up (released, annotations cleared, an Event) and gets another
+    let elder_claim = [
+        ("ovn.kubernetes.io/allocated", "true"),
+        ("ovn.kubernetes.io/ip_address", "10.16.0.60"),
+        ("ovn.kubernetes.io/mac_address", "00:00:00:00:00:60"),
+    ];
+    // older by creation time, or by name within the same second
+    let elder = create_pod(client, &pod_object("default", "a-elder", &elder_claim)).await;
+    let static_60 = [("ovn.kubernetes.io/ip_address", "10.16.0.60")];
+    let (young, outcome) =
+        create_and_apply(&env, pod_object("default", "b-young", &static_60)).await;
+    ready(outcome);
+    assert_eq!(
+        annotation(&young, "ip_address").as_deref(),
+        Some("10.16.0.60")
+    );
+    let report = ready(apply(&env.ctx, &elder).await.unwrap());
+    assert_eq!(report.allocation.ip_address_annotation(), "10.16.0.60");
+    let young = get_pod(client, "default", "b-young").await.unwrap();
+    assert_eq!(annotation(&young, "ip_address"), None);
+    assert_eq!(annotation(&young, "allocated"), None);
+    let events = events_of(client, "default", "b-young").await;
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "AddressConflict" && m.contains("default/a-elder")),
+        "{events:?}"
+    );
+    let moved = ready(apply(&env.ctx, &young).await.unwrap());
+    let young_ip = moved.allocation.ip_address_annotation();
+    assert_ne!(young_ip, "10.16.0.60");
+    assert!(lsp_get(nb, "b-young.default", "addresses").contains(&young_ip));
+    assert!(lsp_get(nb, "a-elder.default", "addresses").contains("10.16.0.60"));
     env.server.shutdown().await;
 }
 
