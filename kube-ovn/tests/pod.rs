@@ -193,6 +193,12 @@ async fn events_of(client: &Client, ns: &str, pod: &str) -> Vec<(String, String)
         .collect()
 }
 
+/// The ports' columns the controller writes (northd writes `up` on its own time).
+fn port_rows(remote: &str) -> String {
+    let columns = "--columns=name,addresses,port_security,external_ids";
+    common::nbctl(remote, &[columns, "list", "Logical_Switch_Port"])
+}
+
 fn lsp_list(remote: &str, ls: &str) -> String {
     common::nbctl(remote, &["lsp-list", ls])
 }
@@ -303,14 +309,11 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
     assert_eq!(labels["ovn.kubernetes.io/subnet"], DEFAULT);
 
     // a second reconcile on the stored pod writes nothing anywhere
-    let ports_before = common::nbctl(nb, &["list", "Logical_Switch_Port"]);
+    let ports_before = port_rows(nb);
     let again = ready(apply(&env.ctx, &web).await.unwrap());
     assert!(!again.wrote_anything(), "{again:?}");
     assert_eq!(again.allocation, report.allocation);
-    assert_eq!(
-        common::nbctl(nb, &["list", "Logical_Switch_Port"]),
-        ports_before
-    );
+    assert_eq!(port_rows(nb), ports_before);
     assert_eq!(get_pod(client, "default", "web").await.unwrap(), web);
 
     // a namespace bound to a subnet
@@ -398,7 +401,7 @@ async fn static_conflicting_outside_and_malformed_requests() {
         Some("10.16.0.50")
     );
     let usage = using_ips(client, DEFAULT).await;
-    let ports = common::nbctl(nb, &["list", "Logical_Switch_Port"]);
+    let ports = port_rows(nb);
 
     let cases = [
         (
@@ -459,7 +462,7 @@ async fn static_conflicting_outside_and_malformed_requests() {
         assert!(ip_obj.unwrap().is_none(), "{name}");
     }
     assert_eq!(using_ips(client, DEFAULT).await, usage);
-    assert_eq!(common::nbctl(nb, &["list", "Logical_Switch_Port"]), ports);
+    assert_eq!(port_rows(nb), ports);
     assert_eq!(get_pod(client, "default", "fixed").await.unwrap(), fixed);
 
     // two live pods claiming one address: the older keeps it, the younger gets another
