@@ -371,6 +371,27 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
     assert_eq!(reason, "AcquireAddressFailed");
     assert!(message.contains("pool-b"), "{message}");
 
+    // a pod that ran to completion gives its address, port and IP object back
+    let (done, outcome) = create_and_apply(&env, pod_object("ns-a", "done", &[])).await;
+    ready(outcome);
+    assert!(lsp_list(nb, "sub-a").contains("(done.ns-a)"));
+    let status = serde_json::json!({ "status": { "phase": "Succeeded" } });
+    let done = Api::<Pod>::namespaced(client.clone(), "ns-a")
+        .patch_status(
+            "done",
+            &Default::default(),
+            &kube::api::Patch::Merge(&status),
+        )
+        .await
+        .unwrap();
+    match apply(&env.ctx, &done).await.unwrap() {
+        PodOutcome::Finished(report) => assert_eq!(report.released, ["sub-a"]),
+        other => panic!("not finished: {other:?}"),
+    }
+    assert!(!lsp_list(nb, "sub-a").contains("(done.ns-a)"));
+    let gone = Api::<IP>::all(client.clone()).get_opt("done.ns-a").await;
+    assert!(gone.unwrap().is_none());
+
     // usage figures follow: web in ovn-default, a1, b1, b2 and b3 in sub-a
     assert_eq!(using_ips(client, DEFAULT).await.0, 1);
     let (using, available) = using_ips(client, "sub-a").await;

@@ -96,6 +96,9 @@ pub enum PodOutcome {
     },
     /// The NIC has its address, port, IP object and annotations.
     Ready(ReadyReport),
+    /// A pod that has run to completion (`Succeeded`/`Failed`) gives its address back,
+    /// as Kube-OVN does for pods that are no longer alive.
+    Finished(CleanupReport),
 }
 
 /// What an apply that succeeded wrote.
@@ -134,6 +137,12 @@ pub fn pod_key(pod: &Pod) -> String {
 /// The pod's annotations.
 pub fn annotation_map(pod: &Pod) -> AnnotationMap {
     pod.metadata.annotations.clone().unwrap_or_default()
+}
+
+/// A pod whose containers will not run again (`isPodAlive` false in Kube-OVN).
+fn is_finished(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 fn is_host_network(pod: &Pod) -> bool {
@@ -242,6 +251,9 @@ async fn commit_port(ctx: &Context, pod: &Pod, spec: &PortSpec) -> Result<usize,
 pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
     if is_host_network(pod) {
         return Ok(PodOutcome::HostNetwork);
+    }
+    if is_finished(pod) {
+        return Ok(PodOutcome::Finished(cleanup(ctx, pod).await?));
     }
     let (ns, name) = (
         pod.metadata.namespace.as_deref().unwrap_or_default(),
