@@ -372,7 +372,7 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
     assert!(message.contains("pool-b"), "{message}");
 
     // a pod that ran to completion gives its address, port and IP object back
-    let (done, outcome) = create_and_apply(&env, pod_object("ns-a", "done", &[])).await;
+    let (_, outcome) = create_and_apply(&env, pod_object("ns-a", "done", &[])).await;
     ready(outcome);
     assert!(lsp_list(nb, "sub-a").contains("(done.ns-a)"));
     let status = serde_json::json!({ "status": { "phase": "Succeeded" } });
