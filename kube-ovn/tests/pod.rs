@@ -392,6 +392,17 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
     let gone = Api::<IP>::all(client.clone()).get_opt("done.ns-a").await;
     assert!(gone.unwrap().is_none());
 
+    // a namespace listed by two subnets: the second once the first is full
+    create_namespace(client, "ns-c").await;
+    create_subnet(&env, "c1", "10.62.0.0/30", &["ns-c"]).await;
+    create_subnet(&env, "c2", "10.63.0.0/24", &["ns-c"]).await;
+    let (_, first) = create_and_apply(&env, pod_object("ns-c", "c-p1", &[])).await;
+    let (c2, second) = create_and_apply(&env, pod_object("ns-c", "c-p2", &[])).await;
+    assert_eq!(ready(first).subnet, "c1");
+    assert_eq!(ready(second).subnet, "c2");
+    assert_eq!(annotation(&c2, "logical_switch").as_deref(), Some("c2"));
+    assert!(lsp_list(nb, "c2").contains("(c-p2.ns-c)"));
+
     // usage figures follow: web in ovn-default, a1, b1, b2 and b3 in sub-a
     assert_eq!(using_ips(client, DEFAULT).await.0, 1);
     let (using, available) = using_ips(client, "sub-a").await;

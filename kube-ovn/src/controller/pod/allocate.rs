@@ -163,6 +163,7 @@ mod tests {
             pools: pools.iter().map(|p| p.to_string()).collect(),
             pool_required: required,
             source: ChoiceSource::Default,
+            alternatives: Vec::new(),
         }
     }
 

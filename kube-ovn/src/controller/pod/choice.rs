@@ -33,6 +33,8 @@ pub struct SubnetChoice {
     pub pool_required: bool,
     /// Which rule chose.
     pub source: ChoiceSource,
+    /// Further subnets the namespace lists, tried in order when `subnet` is full.
+    pub alternatives: Vec<String>,
 }
 
 /// Why no subnet can be chosen; the pod gets an Event naming the offender.
@@ -104,6 +106,7 @@ pub fn choose(
             pools: vec![name.clone()],
             pool_required: true,
             source: ChoiceSource::PodIpPool,
+            alternatives: Vec::new(),
         });
     }
     let (subnet, source) = if let Some(ls) = &net.logical_switch {
@@ -120,11 +123,16 @@ pub fn choose(
         .filter(|p| p.spec.subnet == subnet)
         .map(|p| pool_name(p))
         .collect();
+    let alternatives = match (source, &ns.logical_switch) {
+        (ChoiceSource::NamespaceLogicalSwitch, Some(names)) => names.0[1..].to_vec(),
+        _ => Vec::new(),
+    };
     Ok(SubnetChoice {
         subnet,
         pools,
         pool_required: false,
         source,
+        alternatives,
     })
 }
 

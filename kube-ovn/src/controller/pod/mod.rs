@@ -7,8 +7,7 @@
 //! the finalizer.
 //!
 //! Not done yet: Multus attachments (other providers), KubeVirt VMs, QoS, security
-//! groups, VIPs, EIP/SNAT, port groups and policy routes of the "route" phase, and
-//! trying every subnet a namespace lists when the first is full.
+//! groups, VIPs, EIP/SNAT, port groups and policy routes of the "route" phase.
 
 pub mod allocate;
 pub mod annotate;

@@ -22,7 +22,7 @@ use super::port::{delete_port, desired_port, write_port, PortSpec};
 use super::{conflict, ip_object, statefulset, status};
 use crate::annotations::{AnnotationMap, NamespaceAnnotations, PodNetwork, Provider};
 use crate::controller::owners::{pod_owner, pod_port_name, OVN_PROVIDER};
-use crate::controller::subnet::validate;
+use crate::controller::subnet::{validate, ValidSubnet};
 use crate::controller::Context;
 use crate::crd::{IPPool, Subnet, IP};
 
@@ -247,6 +247,131 @@ async fn commit_port(ctx: &Context, pod: &Pod, spec: &PortSpec) -> Result<usize,
     Ok(ops)
 }
 
+/// The pod's primary NIC annotations; every malformed one refused with an Event.
+async fn parse_network(
+    ctx: &Context,
+    pod: &Pod,
+    provider: &Provider,
+    map: &AnnotationMap,
+) -> Result<PodNetwork, PodOutcome> {
+    let (net, errors) = PodNetwork::parse_lenient(provider, map);
+    if errors.is_empty() {
+        return Ok(net);
+    }
+    let message = errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    for err in &errors {
+        events::warn(&ctx.client, pod, VALIDATE_FAILED, &err.to_string()).await;
+    }
+    tracing::warn!(pod = %pod_key(pod), %message, "malformed annotations; nothing changed");
+    Err(PodOutcome::Refused {
+        reason: VALIDATE_FAILED,
+        message,
+        retry: false,
+    })
+}
+
+/// Where the NIC's address comes from, and the address.
+struct Placed {
+    choice: SubnetChoice,
+    valid: ValidSubnet,
+    allocation: Allocation,
+}
+
+/// The chosen subnet, checked to exist and be valid.
+async fn subnet_of(
+    ctx: &Context,
+    pod: &Pod,
+    choice: &SubnetChoice,
+) -> Result<Result<ValidSubnet, PodOutcome>, PodError> {
+    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
+    let Some(subnet) = subnets
+        .get_opt(&choice.subnet)
+        .await
+        .map_err(api_err(pod, "reading its subnet"))?
+    else {
+        let msg = format!(
+            "subnet {} ({:?}) does not exist",
+            choice.subnet, choice.source
+        );
+        return Ok(Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await));
+    };
+    Ok(match validate(&subnet, &[], &ctx.config.cluster_router) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let msg = format!("subnet {} is invalid: {e}", choice.subnet);
+            Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await)
+        }
+    })
+}
+
+/// Chooses the subnet and allocates; a subnet the namespace lists after a full one
+/// is tried next (Kube-OVN takes the first with room).
+async fn place(
+    ctx: &Context,
+    pod: &Pod,
+    net: &PodNetwork,
+) -> Result<Result<Placed, PodOutcome>, PodError> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let (ns_annotations, pools) = choice_inputs(ctx, pod).await?;
+    let default = &ctx.config.default_subnet.name;
+    let first = match choose(net, ns, &ns_annotations, &pools, default) {
+        Ok(c) => c,
+        Err(err) => {
+            return Ok(Err(refuse(
+                ctx,
+                pod,
+                VALIDATE_FAILED,
+                err.to_string(),
+                true,
+            )
+            .await))
+        }
+    };
+    let mut candidates = vec![first.clone()];
+    candidates.extend(first.alternatives.iter().map(|subnet| SubnetChoice {
+        subnet: subnet.clone(),
+        pools: Vec::new(),
+        alternatives: Vec::new(),
+        ..first.clone()
+    }));
+    let claim = Claim::of(net);
+    for (i, choice) in candidates.iter().enumerate() {
+        let valid = match subnet_of(ctx, pod, choice).await? {
+            Ok(v) => v,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        match allocate_for(ctx, pod, choice, &claim).await? {
+            Ok(allocation) => {
+                let choice = choice.clone();
+                return Ok(Ok(Placed {
+                    choice,
+                    valid,
+                    allocation,
+                }));
+            }
+            Err(AllocError::Exhausted { .. }) if i + 1 < candidates.len() => continue,
+            Err(err) if is_request_error(&err) => {
+                let msg = err.to_string();
+                return Ok(Err(
+                    refuse(ctx, pod, ACQUIRE_ADDRESS_FAILED, msg, true).await
+                ));
+            }
+            Err(source) => {
+                return Err(PodError::Alloc {
+                    pod: pod_key(pod),
+                    subnet: choice.subnet.clone(),
+                    source,
+                })
+            }
+        }
+    }
+    unreachable!("the first candidate always answers")
+}
+
 /// Gives the pod's primary NIC its address, port, IP object and annotations.
 pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
     if is_host_network(pod) {
@@ -261,61 +386,17 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
     );
     let provider = Provider::ovn();
     let map = annotation_map(pod);
-    let (net, errors) = PodNetwork::parse_lenient(&provider, &map);
-    if !errors.is_empty() {
-        let message = errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
-        for err in &errors {
-            events::warn(&ctx.client, pod, VALIDATE_FAILED, &err.to_string()).await;
-        }
-        tracing::warn!(pod = %pod_key(pod), %message, "malformed annotations; nothing changed");
-        return Ok(PodOutcome::Refused {
-            reason: VALIDATE_FAILED,
-            message,
-            retry: false,
-        });
-    }
-    let (ns_annotations, pools) = choice_inputs(ctx, pod).await?;
-    let default = &ctx.config.default_subnet.name;
-    let choice = match choose(&net, ns, &ns_annotations, &pools, default) {
-        Ok(c) => c,
-        Err(err) => return Ok(refuse(ctx, pod, VALIDATE_FAILED, err.to_string(), true).await),
+    let net = match parse_network(ctx, pod, &provider, &map).await {
+        Ok(net) => net,
+        Err(refused) => return Ok(refused),
     };
-    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
-    let Some(subnet) = subnets
-        .get_opt(&choice.subnet)
-        .await
-        .map_err(api_err(pod, "reading its subnet"))?
-    else {
-        let msg = format!(
-            "subnet {} ({:?}) does not exist",
-            choice.subnet, choice.source
-        );
-        return Ok(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await);
-    };
-    let valid = match validate(&subnet, &[], &ctx.config.cluster_router) {
-        Ok(v) => v,
-        Err(e) => {
-            let msg = format!("subnet {} is invalid: {e}", choice.subnet);
-            return Ok(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await);
-        }
-    };
-    let claim = Claim::of(&net);
-    let allocation = match allocate_for(ctx, pod, &choice, &claim).await? {
-        Ok(a) => a,
-        Err(err) if is_request_error(&err) => {
-            return Ok(refuse(ctx, pod, ACQUIRE_ADDRESS_FAILED, err.to_string(), true).await)
-        }
-        Err(source) => {
-            return Err(PodError::Alloc {
-                pod: pod_key(pod),
-                subnet: choice.subnet.clone(),
-                source,
-            })
-        }
+    let Placed {
+        choice,
+        valid,
+        allocation,
+    } = match place(ctx, pod, &net).await? {
+        Ok(placed) => placed,
+        Err(refused) => return Ok(refused),
     };
     let port_name = pod_port_name(ns, name, OVN_PROVIDER);
     let port_security = net.port_security == Some(true);
@@ -361,6 +442,7 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
         }
         None => false,
     };
+    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
     let status_written = status::write_usage(&subnets, &ctx.ipam, &choice.subnet)
         .await
         .map_err(api_err(pod, "writing its subnet's usage"))?;
