@@ -3,8 +3,8 @@
 //! [`conflict`] settles two pods claiming one address, [`port`] holds the logical
 //! switch port, [`annotate`] the result annotations, [`ip_object`] the IP object,
 //! [`statefulset`] who keeps an address across deletion, [`status`] the subnet's usage
-//! figures, [`events`] the Warning Events, and [`reconcile`] ties them together behind
-//! the finalizer.
+//! figures, [`events`] the Warning Events, [`delete`] what a deleted pod gives back,
+//! and [`reconcile`] ties them together behind the finalizer.
 //!
 //! Not done yet: Multus attachments (other providers), KubeVirt VMs, QoS, security
 //! groups, VIPs, EIP/SNAT, port groups and policy routes of the "route" phase.
@@ -13,6 +13,7 @@ pub mod allocate;
 pub mod annotate;
 pub mod choice;
 pub mod conflict;
+pub mod delete;
 pub mod events;
 pub mod ip_object;
 pub mod port;
@@ -21,8 +22,6 @@ pub mod statefulset;
 pub mod status;
 pub mod watch;
 
-pub use reconcile::{
-    apply, cleanup, error_policy, reconcile, CleanupReport, PodError, PodOutcome, ReadyReport,
-    FINALIZER,
-};
+pub use delete::{cleanup, CleanupReport};
+pub use reconcile::{apply, error_policy, reconcile, PodError, PodOutcome, ReadyReport, FINALIZER};
 pub use watch::run;

@@ -17,6 +17,8 @@ use ovn_nb::NbError;
 use super::allocate::{allocate, is_request_error, Claim};
 use super::annotate::{annotation_patch, with_result, NicResult};
 use super::choice::{choose, SubnetChoice};
+use super::delete::cleanup;
+pub use super::delete::CleanupReport;
 use super::events::{self, ACQUIRE_ADDRESS_FAILED, VALIDATE_FAILED};
 use super::port::{delete_port, desired_port, write_port, PortSpec};
 use super::{conflict, ip_object, statefulset, status};
@@ -145,11 +147,11 @@ fn is_finished(pod: &Pod) -> bool {
     matches!(phase, Some("Succeeded" | "Failed"))
 }
 
-fn is_host_network(pod: &Pod) -> bool {
+pub(super) fn is_host_network(pod: &Pod) -> bool {
     pod.spec.as_ref().and_then(|s| s.host_network) == Some(true)
 }
 
-fn api_err(pod: &Pod, what: &'static str) -> impl FnOnce(kube::Error) -> PodError {
+pub(super) fn api_err(pod: &Pod, what: &'static str) -> impl FnOnce(kube::Error) -> PodError {
     let pod = pod_key(pod);
     move |source| PodError::Api { pod, what, source }
 }
@@ -458,67 +460,6 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
         tracing::info!(pod = %pod_key(pod), ?report, "pod network reconciled");
     }
     Ok(PodOutcome::Ready(report))
-}
-
-/// What a cleanup did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CleanupReport {
-    /// A StatefulSet pod that keeps its address for its successor.
-    pub kept: bool,
-    /// Subnets an address was released in.
-    pub released: Vec<String>,
-    /// Whether the port was removed.
-    pub port_removed: bool,
-    /// Whether the IP object was removed.
-    pub ip_removed: bool,
-}
-
-/// Releases a deleted pod's address and removes its port and IP object, unless it is
-/// a StatefulSet pod that keeps them for its successor.
-pub async fn cleanup(ctx: &Context, pod: &Pod) -> Result<CleanupReport, PodError> {
-    let mut report = CleanupReport::default();
-    if is_host_network(pod) {
-        return Ok(report);
-    }
-    report.kept = statefulset::keep_on_delete(&ctx.client, pod)
-        .await
-        .map_err(api_err(pod, "reading its StatefulSet"))?;
-    if report.kept {
-        tracing::info!(pod = %pod_key(pod), "statefulset pod keeps its address for its successor");
-        return Ok(report);
-    }
-    let (ns, name) = (
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default(),
-    );
-    let owner = pod_owner(ns, name, OVN_PROVIDER);
-    for subnet in ctx.ipam.subnet_names() {
-        if let Ok(Some(_)) = ctx.ipam.release(&subnet, &owner) {
-            report.released.push(subnet);
-        }
-    }
-    let port = pod_port_name(ns, name, OVN_PROVIDER);
-    let nb_err = |source| PodError::Nb {
-        pod: pod_key(pod),
-        port: port.clone(),
-        source,
-    };
-    let mut txn = ctx.nb.txn();
-    report.port_removed = delete_port(&mut txn, &port).map_err(nb_err)?;
-    if report.port_removed {
-        ctx.nb.commit(txn).await.map_err(nb_err)?;
-    }
-    report.ip_removed = ip_object::delete_ip(&Api::<IP>::all(ctx.client.clone()), &port)
-        .await
-        .map_err(api_err(pod, "deleting its IP object"))?;
-    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
-    for subnet in &report.released {
-        status::write_usage(&subnets, &ctx.ipam, subnet)
-            .await
-            .map_err(api_err(pod, "writing its subnet's usage"))?;
-    }
-    tracing::info!(pod = %pod_key(pod), ?report, "pod network removed");
-    Ok(report)
 }
 
 /// The reconcile `kube::runtime::Controller` runs: host-network pods are left alone
