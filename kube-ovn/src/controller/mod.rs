@@ -1,13 +1,14 @@
 //! One reconciler per kind, started after [`bootstrap()`] has written the cluster-wide
 //! northbound rows every reconciler builds on; [`run()`] starts them.
 //!
-//! Only the Subnet reconciler exists so far; pods, nodes and IPAM come next.
+//! The Subnet and Pod reconcilers exist so far; nodes and IP pools come next.
 
 pub mod bootstrap;
 pub mod context;
 pub mod defaults;
 pub mod node;
 pub mod owners;
+pub mod pod;
 pub mod run;
 pub mod subnet;
 

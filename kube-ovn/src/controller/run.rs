@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::defaults::ensure_default_subnets;
-use super::{gc, ipam_rebuild, ippool, node, subnet, Context};
+use super::{gc, ipam_rebuild, ippool, node, pod, subnet, Context};
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +58,7 @@ pub async fn run_reconcilers(ctx: Arc<Context>) {
     futures::join!(
         subnet::run(ctx.clone()),
         node::run(ctx.clone()),
+        pod::run(ctx.clone()),
         ippool::run(ctx.clone()),
         gc::run(ctx.clone()),
     );

@@ -314,6 +314,16 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
             report.namespaces_patched = bind_namespaces(ctx, &cluster, subnet).await?;
             report.status_written = write_status(ctx, subnet, None, &gateway).await?;
             report.gateway_problem = gateway.problem;
+            // the usage figures, from the IPAM (pods keep them current afterwards)
+            let api = Api::<Subnet>::all(ctx.client.clone());
+            report.status_written |=
+                crate::controller::pod::status::write_usage(&api, &ctx.ipam, &name)
+                    .await
+                    .map_err(|source| SubnetError::Write {
+                        subnet: name.clone(),
+                        what: "status usage",
+                        source,
+                    })?;
         }
     }
     tracing::info!(subnet = %name, ?report, "subnet reconciled");

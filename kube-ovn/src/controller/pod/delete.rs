@@ -1,0 +1,75 @@
+//! A deleted pod (or one that ran to completion) gives back its address, logical
+//! switch port and IP object, and its subnet's usage figures follow; a StatefulSet pod
+//! that keeps its address for its successor keeps all three (Kube-OVN's
+//! `handleDeletePod`).
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+
+use super::port::delete_port;
+use super::reconcile::{api_err, is_host_network, pod_key, PodError};
+use super::{ip_object, statefulset, status};
+use crate::controller::owners::{pod_owner, pod_port_name, OVN_PROVIDER};
+use crate::controller::Context;
+use crate::crd::{Subnet, IP};
+
+/// What a cleanup did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanupReport {
+    /// A StatefulSet pod that keeps its address for its successor.
+    pub kept: bool,
+    /// Subnets an address was released in.
+    pub released: Vec<String>,
+    /// Whether the port was removed.
+    pub port_removed: bool,
+    /// Whether the IP object was removed.
+    pub ip_removed: bool,
+}
+
+/// Releases a deleted pod's address and removes its port and IP object, unless it is
+/// a StatefulSet pod that keeps them for its successor.
+pub async fn cleanup(ctx: &Context, pod: &Pod) -> Result<CleanupReport, PodError> {
+    let mut report = CleanupReport::default();
+    if is_host_network(pod) {
+        return Ok(report);
+    }
+    report.kept = statefulset::keep_on_delete(&ctx.client, pod)
+        .await
+        .map_err(api_err(pod, "reading its StatefulSet"))?;
+    if report.kept {
+        tracing::info!(pod = %pod_key(pod), "statefulset pod keeps its address for its successor");
+        return Ok(report);
+    }
+    let (ns, name) = (
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let owner = pod_owner(ns, name, OVN_PROVIDER);
+    for subnet in ctx.ipam.subnet_names() {
+        if let Ok(Some(_)) = ctx.ipam.release(&subnet, &owner) {
+            report.released.push(subnet);
+        }
+    }
+    let port = pod_port_name(ns, name, OVN_PROVIDER);
+    let nb_err = |source| PodError::Nb {
+        pod: pod_key(pod),
+        port: port.clone(),
+        source,
+    };
+    let mut txn = ctx.nb.txn();
+    report.port_removed = delete_port(&mut txn, &port).map_err(nb_err)?;
+    if report.port_removed {
+        ctx.nb.commit(txn).await.map_err(nb_err)?;
+    }
+    report.ip_removed = ip_object::delete_ip(&Api::<IP>::all(ctx.client.clone()), &port)
+        .await
+        .map_err(api_err(pod, "deleting its IP object"))?;
+    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
+    for subnet in &report.released {
+        status::write_usage(&subnets, &ctx.ipam, subnet)
+            .await
+            .map_err(api_err(pod, "writing its subnet's usage"))?;
+    }
+    tracing::info!(pod = %pod_key(pod), ?report, "pod network removed");
+    Ok(report)
+}

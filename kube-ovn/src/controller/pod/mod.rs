@@ -1,0 +1,27 @@
+//! The Pod reconciler (Kube-OVN's `pkg/controller/pod.go`, primary NIC on the `ovn`
+//! provider): [`choice`] picks the subnet and pools, [`allocate`] asks the IPAM,
+//! [`conflict`] settles two pods claiming one address, [`port`] holds the logical
+//! switch port, [`annotate`] the result annotations, [`ip_object`] the IP object,
+//! [`statefulset`] who keeps an address across deletion, [`status`] the subnet's usage
+//! figures, [`events`] the Warning Events, [`delete`] what a deleted pod gives back,
+//! and [`reconcile`] ties them together behind the finalizer.
+//!
+//! Not done yet: Multus attachments (other providers), KubeVirt VMs, QoS, security
+//! groups, VIPs, EIP/SNAT, port groups and policy routes of the "route" phase.
+
+pub mod allocate;
+pub mod annotate;
+pub mod choice;
+pub mod conflict;
+pub mod delete;
+pub mod events;
+pub mod ip_object;
+pub mod port;
+pub mod reconcile;
+pub mod statefulset;
+pub mod status;
+pub mod watch;
+
+pub use delete::{cleanup, CleanupReport};
+pub use reconcile::{apply, error_policy, reconcile, PodError, PodOutcome, ReadyReport, FINALIZER};
+pub use watch::run;

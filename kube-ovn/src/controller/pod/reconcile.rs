@@ -1,0 +1,497 @@
+//! One pod's reconcile, an idempotent function of the pod and the cluster: choose the
+//! subnet, ask the IPAM (which answers an owner with what it holds), write the port,
+//! the IP object and the result annotations where they differ, and keep the subnet's
+//! usage figures current. Deletion goes through the finalizer [`FINALIZER`], so a pod
+//! deleted while the controller was down still gives its address back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipam::{AllocError, Allocation};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{finalizer, Event};
+use ovn_nb::NbError;
+
+use super::allocate::{allocate, is_request_error, Claim};
+use super::annotate::{annotation_patch, with_result, NicResult};
+use super::choice::{choose, SubnetChoice};
+use super::delete::cleanup;
+pub use super::delete::CleanupReport;
+use super::events::{self, ACQUIRE_ADDRESS_FAILED, VALIDATE_FAILED};
+use super::port::{delete_port, desired_port, write_port, PortSpec};
+use super::{conflict, ip_object, statefulset, status};
+use crate::annotations::{AnnotationMap, NamespaceAnnotations, PodNetwork, Provider};
+use crate::controller::owners::{pod_owner, pod_port_name, OVN_PROVIDER};
+use crate::controller::subnet::{validate, ValidSubnet};
+use crate::controller::Context;
+use crate::crd::{IPPool, Subnet, IP};
+
+/// The finalizer Kube-OVN puts on the pods it allocated.
+pub const FINALIZER: &str = crate::controller::subnet::FINALIZER;
+
+/// How soon a refused pod is looked at again (a conflicting holder may go away).
+const REFUSED_RECHECK: Duration = Duration::from_secs(60);
+
+/// Why a reconcile failed; it is retried.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PodError {
+    /// An API call failed.
+    #[error("pod {pod}: {what} failed")]
+    Api {
+        /// `namespace/name`.
+        pod: String,
+        /// What was being done.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// Building or committing the NB transaction of the port failed.
+    #[error("pod {pod}: NB transaction on port {port} failed")]
+    Nb {
+        /// `namespace/name`.
+        pod: String,
+        /// The port.
+        port: String,
+        /// Why.
+        #[source]
+        source: NbError,
+    },
+    /// The IPAM could not serve the subnet (not registered yet).
+    #[error("pod {pod}: allocating in subnet {subnet} failed")]
+    Alloc {
+        /// `namespace/name`.
+        pod: String,
+        /// The subnet.
+        subnet: String,
+        /// Why.
+        #[source]
+        source: AllocError,
+    },
+    /// Adding or removing the finalizer failed, or the step it guards did.
+    #[error("pod {pod}: finalizer {FINALIZER}")]
+    Finalizer {
+        /// `namespace/name`.
+        pod: String,
+        /// Why.
+        #[source]
+        source: Box<kube::runtime::finalizer::Error<PodError>>,
+    },
+}
+
+/// What one apply did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodOutcome {
+    /// A host-network pod: left alone.
+    HostNetwork,
+    /// The request was refused with a Warning Event; nothing was allocated or written.
+    Refused {
+        /// The Event's reason.
+        reason: &'static str,
+        /// The Event's message, naming the offender.
+        message: String,
+        /// Whether it is looked at again without a change (a conflict may clear).
+        retry: bool,
+    },
+    /// The NIC has its address, port, IP object and annotations.
+    Ready(ReadyReport),
+    /// A pod that has run to completion (`Succeeded`/`Failed`) gives its address back,
+    /// as Kube-OVN does for pods that are no longer alive.
+    Finished(CleanupReport),
+}
+
+/// What an apply that succeeded wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyReport {
+    /// The subnet.
+    pub subnet: String,
+    /// The NIC's allocation.
+    pub allocation: Allocation,
+    /// NB operations sent (0: the port already looked right).
+    pub nb_ops: usize,
+    /// Whether the IP object was written.
+    pub ip_written: bool,
+    /// Whether the annotations were patched.
+    pub annotations_patched: bool,
+    /// Whether the subnet's usage figures were written.
+    pub status_written: bool,
+}
+
+impl ReadyReport {
+    /// Whether the apply changed anything anywhere.
+    pub fn wrote_anything(&self) -> bool {
+        self.nb_ops > 0 || self.ip_written || self.annotations_patched || self.status_written
+    }
+}
+
+/// `namespace/name`.
+pub fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// The pod's annotations.
+pub fn annotation_map(pod: &Pod) -> AnnotationMap {
+    pod.metadata.annotations.clone().unwrap_or_default()
+}
+
+/// A pod whose containers will not run again (`isPodAlive` false in Kube-OVN).
+fn is_finished(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+pub(super) fn is_host_network(pod: &Pod) -> bool {
+    pod.spec.as_ref().and_then(|s| s.host_network) == Some(true)
+}
+
+pub(super) fn api_err(pod: &Pod, what: &'static str) -> impl FnOnce(kube::Error) -> PodError {
+    let pod = pod_key(pod);
+    move |source| PodError::Api { pod, what, source }
+}
+
+/// Publishes the refusal and returns it.
+async fn refuse(
+    ctx: &Context,
+    pod: &Pod,
+    reason: &'static str,
+    message: String,
+    retry: bool,
+) -> PodOutcome {
+    tracing::warn!(pod = %pod_key(pod), reason, %message, "pod network request refused; nothing allocated");
+    events::warn(&ctx.client, pod, reason, &message).await;
+    PodOutcome::Refused {
+        reason,
+        message,
+        retry,
+    }
+}
+
+/// The namespace's binding annotations and the IPPools, for the subnet choice.
+async fn choice_inputs(
+    ctx: &Context,
+    pod: &Pod,
+) -> Result<(NamespaceAnnotations, Vec<IPPool>), PodError> {
+    let ns_name = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let ns = Api::<Namespace>::all(ctx.client.clone())
+        .get_opt(ns_name)
+        .await
+        .map_err(api_err(pod, "reading its namespace"))?;
+    let map: AnnotationMap = ns.and_then(|n| n.metadata.annotations).unwrap_or_default();
+    let (ns_annotations, _) = NamespaceAnnotations::parse_lenient(&map);
+    let pools = Api::<IPPool>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(api_err(pod, "listing IPPools"))?
+        .items;
+    Ok((ns_annotations, pools))
+}
+
+/// Allocates for the pod's claim, settling a conflicting re-claim; `Err(refusal)`
+/// inside when the request is the pod's fault.
+async fn allocate_for(
+    ctx: &Context,
+    pod: &Pod,
+    choice: &SubnetChoice,
+    claim: &Claim,
+) -> Result<Result<Allocation, AllocError>, PodError> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let owner = pod_owner(
+        ns,
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        OVN_PROVIDER,
+    );
+    if matches!(claim, Claim::Reclaim { .. }) {
+        if let Ok(Some(held)) = ctx.ipam.get(&choice.subnet, &owner) {
+            return Ok(Ok(held));
+        }
+    }
+    match allocate(&ctx.ipam, &owner, choice, claim) {
+        Err(
+            AllocError::AddressTaken { owner: holder, .. }
+            | AllocError::MacTaken { owner: holder, .. },
+        ) if matches!(claim, Claim::Reclaim { .. }) => {
+            conflict::resolve(ctx, pod, &owner, choice, claim, &holder).await
+        }
+        other => Ok(other),
+    }
+}
+
+/// Commits the port; a port of that name on another switch is removed first.
+async fn commit_port(ctx: &Context, pod: &Pod, spec: &PortSpec) -> Result<usize, PodError> {
+    let nb_err = |source| PodError::Nb {
+        pod: pod_key(pod),
+        port: spec.name.clone(),
+        source,
+    };
+    let mut txn = ctx.nb.txn();
+    match write_port(&mut txn, spec) {
+        Err(NbError::WrongOwner { owner, .. }) => {
+            tracing::info!(port = %spec.name, from = %owner, to = %spec.switch, "moving the port to its subnet's switch");
+            let mut del = ctx.nb.txn();
+            delete_port(&mut del, &spec.name).map_err(nb_err)?;
+            ctx.nb.commit(del).await.map_err(nb_err)?;
+            txn = ctx.nb.txn();
+            write_port(&mut txn, spec).map_err(nb_err)?;
+        }
+        other => other.map_err(nb_err)?,
+    }
+    let ops = txn.ops().len();
+    if ops > 0 {
+        ctx.nb.commit(txn).await.map_err(nb_err)?;
+    }
+    Ok(ops)
+}
+
+/// The pod's primary NIC annotations; every malformed one refused with an Event.
+async fn parse_network(
+    ctx: &Context,
+    pod: &Pod,
+    provider: &Provider,
+    map: &AnnotationMap,
+) -> Result<PodNetwork, PodOutcome> {
+    let (net, errors) = PodNetwork::parse_lenient(provider, map);
+    if errors.is_empty() {
+        return Ok(net);
+    }
+    let message = errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    for err in &errors {
+        events::warn(&ctx.client, pod, VALIDATE_FAILED, &err.to_string()).await;
+    }
+    tracing::warn!(pod = %pod_key(pod), %message, "malformed annotations; nothing changed");
+    Err(PodOutcome::Refused {
+        reason: VALIDATE_FAILED,
+        message,
+        retry: false,
+    })
+}
+
+/// Where the NIC's address comes from, and the address.
+struct Placed {
+    choice: SubnetChoice,
+    valid: ValidSubnet,
+    allocation: Allocation,
+}
+
+/// The chosen subnet, checked to exist and be valid.
+async fn subnet_of(
+    ctx: &Context,
+    pod: &Pod,
+    choice: &SubnetChoice,
+) -> Result<Result<ValidSubnet, PodOutcome>, PodError> {
+    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
+    let Some(subnet) = subnets
+        .get_opt(&choice.subnet)
+        .await
+        .map_err(api_err(pod, "reading its subnet"))?
+    else {
+        let msg = format!(
+            "subnet {} ({:?}) does not exist",
+            choice.subnet, choice.source
+        );
+        return Ok(Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await));
+    };
+    Ok(match validate(&subnet, &[], &ctx.config.cluster_router) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let msg = format!("subnet {} is invalid: {e}", choice.subnet);
+            Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await)
+        }
+    })
+}
+
+/// Chooses the subnet and allocates; a subnet the namespace lists after a full one
+/// is tried next (Kube-OVN takes the first with room).
+async fn place(
+    ctx: &Context,
+    pod: &Pod,
+    net: &PodNetwork,
+) -> Result<Result<Placed, PodOutcome>, PodError> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let (ns_annotations, pools) = choice_inputs(ctx, pod).await?;
+    let default = &ctx.config.default_subnet.name;
+    let first = match choose(net, ns, &ns_annotations, &pools, default) {
+        Ok(c) => c,
+        Err(err) => {
+            return Ok(Err(refuse(
+                ctx,
+                pod,
+                VALIDATE_FAILED,
+                err.to_string(),
+                true,
+            )
+            .await))
+        }
+    };
+    let mut candidates = vec![first.clone()];
+    candidates.extend(first.alternatives.iter().map(|subnet| SubnetChoice {
+        subnet: subnet.clone(),
+        pools: Vec::new(),
+        alternatives: Vec::new(),
+        ..first.clone()
+    }));
+    let claim = Claim::of(net);
+    for (i, choice) in candidates.iter().enumerate() {
+        let valid = match subnet_of(ctx, pod, choice).await? {
+            Ok(v) => v,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        match allocate_for(ctx, pod, choice, &claim).await? {
+            Ok(allocation) => {
+                let choice = choice.clone();
+                return Ok(Ok(Placed {
+                    choice,
+                    valid,
+                    allocation,
+                }));
+            }
+            Err(AllocError::Exhausted { .. }) if i + 1 < candidates.len() => continue,
+            Err(err) if is_request_error(&err) => {
+                let msg = err.to_string();
+                return Ok(Err(
+                    refuse(ctx, pod, ACQUIRE_ADDRESS_FAILED, msg, true).await
+                ));
+            }
+            Err(source) => {
+                return Err(PodError::Alloc {
+                    pod: pod_key(pod),
+                    subnet: choice.subnet.clone(),
+                    source,
+                })
+            }
+        }
+    }
+    unreachable!("the first candidate always answers")
+}
+
+/// Gives the pod's primary NIC its address, port, IP object and annotations.
+pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
+    if is_host_network(pod) {
+        return Ok(PodOutcome::HostNetwork);
+    }
+    if is_finished(pod) {
+        return Ok(PodOutcome::Finished(cleanup(ctx, pod).await?));
+    }
+    let (ns, name) = (
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let provider = Provider::ovn();
+    let map = annotation_map(pod);
+    let net = match parse_network(ctx, pod, &provider, &map).await {
+        Ok(net) => net,
+        Err(refused) => return Ok(refused),
+    };
+    let Placed {
+        choice,
+        valid,
+        allocation,
+    } = match place(ctx, pod, &net).await? {
+        Ok(placed) => placed,
+        Err(refused) => return Ok(refused),
+    };
+    let port_name = pod_port_name(ns, name, OVN_PROVIDER);
+    let port_security = net.port_security == Some(true);
+    let spec = desired_port(
+        &port_name,
+        ns,
+        name,
+        &choice.subnet,
+        &allocation,
+        port_security,
+    );
+    let nb_ops = commit_port(ctx, pod, &spec).await?;
+
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    let pod_type = statefulset::owner(pod).map(|_| statefulset::POD_TYPE);
+    let holder = ip_object::IpHolder {
+        name: &port_name,
+        pod: name,
+        namespace: ns,
+        node,
+        pod_type,
+    };
+    let wanted_ip = ip_object::desired_ip(&holder, &choice.subnet, &allocation);
+    let ip_written = ip_object::ensure_ip(&Api::<IP>::all(ctx.client.clone()), &wanted_ip)
+        .await
+        .map_err(api_err(pod, "writing its IP object"))?;
+
+    // the port is in NB: the CNI may go on (`routed`)
+    let result = NicResult {
+        subnet: choice.subnet.clone(),
+        cidr: valid.cidr,
+        gateway: valid.gateway,
+        allocation,
+        routed: true,
+    };
+    let annotations_patched = match annotation_patch(&map, &provider, &with_result(&net, &result)) {
+        Some(patch) => {
+            Api::<Pod>::namespaced(ctx.client.clone(), ns)
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(api_err(pod, "patching its annotations"))?;
+            true
+        }
+        None => false,
+    };
+    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
+    let status_written = status::write_usage(&subnets, &ctx.ipam, &choice.subnet)
+        .await
+        .map_err(api_err(pod, "writing its subnet's usage"))?;
+    let report = ReadyReport {
+        subnet: choice.subnet,
+        allocation,
+        nb_ops,
+        ip_written,
+        annotations_patched,
+        status_written,
+    };
+    if report.wrote_anything() {
+        tracing::info!(pod = %pod_key(pod), ?report, "pod network reconciled");
+    }
+    Ok(PodOutcome::Ready(report))
+}
+
+/// The reconcile `kube::runtime::Controller` runs: host-network pods are left alone
+/// (no finalizer); others go through the finalizer to [`apply`] or [`cleanup`].
+pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, PodError> {
+    if is_host_network(&pod) {
+        return Ok(Action::await_change());
+    }
+    let key = pod_key(&pod);
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    finalizer(&api, FINALIZER, pod, |event| async {
+        match event {
+            Event::Apply(pod) => Ok(match apply(&ctx, &pod).await? {
+                PodOutcome::Refused { retry: true, .. } => Action::requeue(REFUSED_RECHECK),
+                _ => Action::await_change(),
+            }),
+            Event::Cleanup(pod) => {
+                cleanup(&ctx, &pod).await?;
+                Ok(Action::await_change())
+            }
+        }
+    })
+    .await
+    .map_err(|source| PodError::Finalizer {
+        pod: key,
+        source: Box::new(source),
+    })
+}
+
+/// Retries a failed reconcile after a pause.
+pub fn error_policy(pod: Arc<Pod>, error: &PodError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(pod = %pod_key(&pod), error = %error, "pod reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(2))
+}
