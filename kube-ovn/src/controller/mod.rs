@@ -8,6 +8,7 @@ pub mod context;
 pub mod defaults;
 pub mod owners;
 pub mod run;
+pub mod service;
 pub mod subnet;
 
 pub use bootstrap::{bootstrap, BootstrapError, BootstrapReport, BootstrapStep, VENDOR};

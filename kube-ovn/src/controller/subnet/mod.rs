@@ -7,6 +7,7 @@
 //! for IPAM to be wired in; ACLs, DHCP options, load balancers on the switch, policy
 //! routes, gateway nodes, underlay (vlan) and non-`ovn` providers are not written.
 
+pub mod acl;
 pub mod desired;
 pub mod namespaces;
 pub mod reconcile;
