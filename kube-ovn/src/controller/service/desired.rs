@@ -317,3 +317,57 @@ pub fn service_vips(
     out.problems = problems;
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lbs() -> ClusterLoadBalancers {
+        let flags = ["kube-ovn-controller", "--ovn-nb-addr=tcp:127.0.0.1:6641"];
+        crate::config::ControllerConfig::parse_from(flags)
+            .expect("flags")
+            .load_balancers
+    }
+
+    #[test]
+    fn vip_keys_follow_ovn_for_both_families() {
+        let v6: IpAddr = "fd00::a".parse().unwrap();
+        assert_eq!(host_port(v6, 80), "[fd00::a]:80");
+        assert_eq!(vip_prefix(v6), "[fd00::a]:");
+        assert_eq!(vip_ip("[fd00::a]:80"), Some(v6));
+        assert_eq!(vip_ip("10.96.0.1:443"), "10.96.0.1".parse().ok());
+        assert_eq!(vip_ip("10.96.0.1"), None);
+        // a prefix never matches a longer address
+        assert!(!"10.96.0.10:80".starts_with(&vip_prefix("10.96.0.1".parse().unwrap())));
+    }
+
+    #[test]
+    fn protocol_and_affinity_pick_the_balancer() {
+        let lbs = lbs();
+        assert_eq!(balancer_for(&lbs, "TCP", false), lbs.tcp);
+        assert_eq!(balancer_for(&lbs, "UDP", true), lbs.udp_session);
+        assert_eq!(balancer_for(&lbs, "SCTP", false), lbs.sctp);
+        assert_eq!(all_balancers(&lbs).len(), 6);
+    }
+
+    #[test]
+    fn an_fqdn_slice_and_a_headless_service_give_nothing() {
+        let headless: Service = serde_json::from_value(json!({
+            "metadata": {"name": "h", "namespace": "d"},
+            "spec": {"clusterIP": "None", "ports": [{"port": 80}]}}))
+        .unwrap();
+        assert!(!has_cluster_ips(&headless));
+        let svc: Service = serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "d"},
+            "spec": {"clusterIP": "10.96.0.5", "ports": [{"port": 80}]}}))
+        .unwrap();
+        let fqdn: EndpointSlice = serde_json::from_value(json!({
+            "metadata": {"name": "s-a", "namespace": "d"}, "addressType": "FQDN",
+            "ports": [{"port": 80}], "endpoints": [{"addresses": ["example.com"]}]}))
+        .unwrap();
+        let wanted = service_vips(&svc, &[&fqdn], &lbs());
+        assert_eq!(wanted.vip_count(), 0);
+        assert!(wanted.problems.is_empty(), "{:?}", wanted.problems);
+    }
+}
