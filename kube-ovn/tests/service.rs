@@ -550,4 +550,20 @@ async fn ovn_trace_balances_a_pod_to_a_cluster_ip_backend() {
         "delivered to the backend pod: {trace}"
     );
     controller.abort();
+
+    // `enableLb: false` on the Subnet takes the balancers off its switch
+    let api = Api::<kube_ovn::crd::Subnet>::all(client.clone());
+    let mut off = api.get("trace1").await.unwrap();
+    off.spec.enable_lb = Some(false);
+    let off = api
+        .replace("trace1", &PostParams::default(), &off)
+        .await
+        .unwrap();
+    kube_ovn::controller::subnet::apply(&env.ctx, &off)
+        .await
+        .unwrap();
+    assert_eq!(
+        common::nb_get(remote, "Logical_Switch", "trace1", "load_balancer"),
+        "[]"
+    );
 }
