@@ -27,6 +27,7 @@ mod guards;
 mod lb;
 mod router;
 mod switch;
+mod vips;
 
 use std::collections::{HashMap, HashSet};
 

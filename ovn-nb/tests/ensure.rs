@@ -131,3 +131,82 @@ async fn a_port_on_another_switch_is_refused_without_a_write() {
     );
     assert!(txn.ops().is_empty());
 }
+
+/// Waits until the replica shows `vip` in balancer `lb` with `backends` (None: absent).
+async fn replica_vip(nb: &NbClient, lb: &str, vip: &str, backends: Option<&str>) {
+    let what = format!("{lb} {vip} = {backends:?}");
+    nb.wait_for::<LoadBalancer>(&what, std::time::Duration::from_secs(10), |row| {
+        row.name == lb && row.vips.get(vip).map(String::as_str) == backends
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn lb_vips_are_written_key_by_key_and_others_kept() {
+    let Some(server) = common::nb_server() else {
+        return;
+    };
+    let remote = server.unix_remote();
+    // a VIP someone else wrote, and two of ours
+    common::nbctl(&remote, &["lb-add", "lb", "10.96.0.1:443", "10.0.0.1:6443"]);
+    let nb = NbClient::connect(&remote).await.unwrap();
+    replica_vip(&nb, "lb", "10.96.0.1:443", Some("10.0.0.1:6443")).await;
+    let ours = map(&[
+        ("10.96.0.10:53", "10.16.0.2:53,10.16.0.3:53"),
+        ("10.96.0.10:9153", "10.16.0.2:9153"),
+    ]);
+    let mut txn = nb.txn();
+    assert_eq!(txn.lb_ensure_vips("lb", &ours, &[]).unwrap(), 2);
+    assert_eq!(
+        txn.ops().len(),
+        2,
+        "a guard and one mutate: {:?}",
+        txn.ops()
+    );
+    nb.commit(txn).await.unwrap();
+    replica_vip(&nb, "lb", "10.96.0.10:9153", Some("10.16.0.2:9153")).await;
+
+    // unchanged: nothing to send
+    let mut txn = nb.txn();
+    assert_eq!(txn.lb_ensure_vips("lb", &ours, &[]).unwrap(), 0);
+    assert!(txn.ops().is_empty());
+
+    let prefix = txn.lb_vips_with_prefix("lb", "10.96.0.10:").unwrap();
+    assert_eq!(prefix.len(), 2, "{prefix:?}");
+    assert!(txn.lb_vips_with_prefix("lb", "10.96.0.1:").unwrap().len() == 1);
+
+    // one backend goes, one VIP goes: only those keys are written
+    let after = map(&[("10.96.0.10:53", "10.16.0.3:53")]);
+    let gone = vec!["10.96.0.10:9153".to_string(), "10.96.0.99:1".to_string()];
+    let mut txn = nb.txn();
+    assert_eq!(txn.lb_ensure_vips("lb", &after, &gone).unwrap(), 2);
+    nb.commit(txn).await.unwrap();
+    replica_vip(&nb, "lb", "10.96.0.10:9153", None).await;
+
+    let vips = common::map_of(&common::nbctl_row(&remote, "Load_Balancer", "name", "lb")["vips"]);
+    assert_eq!(
+        vips,
+        map(&[
+            ("10.96.0.1:443", "10.0.0.1:6443"),
+            ("10.96.0.10:53", "10.16.0.3:53")
+        ])
+    );
+}
+
+#[tokio::test]
+async fn lb_vips_on_a_missing_balancer_fail_naming_it() {
+    let Some(server) = common::nb_server() else {
+        return;
+    };
+    let nb = NbClient::connect(&server.unix_remote()).await.unwrap();
+    let mut txn = nb.txn();
+    let err = txn
+        .lb_ensure_vips("nope", &map(&[("10.96.0.1:80", "10.0.0.1:80")]), &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, NbError::NotFound { name, .. } if name == "nope"),
+        "{err:?}"
+    );
+    assert!(txn.ops().is_empty());
+}

@@ -10,6 +10,7 @@ pub mod node;
 pub mod owners;
 pub mod pod;
 pub mod run;
+pub mod service;
 pub mod subnet;
 
 pub use bootstrap::{bootstrap, BootstrapError, BootstrapReport, BootstrapStep, VENDOR};

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::defaults::ensure_default_subnets;
-use super::{gc, ipam_rebuild, ippool, node, pod, subnet, Context};
+use super::{gc, ipam_rebuild, ippool, node, pod, service, subnet, Context};
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -61,5 +61,6 @@ pub async fn run_reconcilers(ctx: Arc<Context>) {
         pod::run(ctx.clone()),
         ippool::run(ctx.clone()),
         gc::run(ctx.clone()),
+        service::run_if_enabled(ctx.clone()),
     );
 }

@@ -9,6 +9,7 @@
 //! 31000 allow policy, `gatewayNodeSelectors`, underlay (vlan) and non-`ovn`
 //! providers are not written.
 
+pub mod acl;
 pub mod desired;
 pub mod gateway;
 pub mod namespaces;

@@ -309,6 +309,9 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
         Ok(valid) => {
             register_in_ipam(ctx, subnet);
             report.nb_ops = write_nb(ctx, &valid).await?;
+            report.nb_ops += super::acl::write_acls(ctx, subnet, &valid).await?;
+            report.nb_ops +=
+                crate::controller::service::attach_cluster_lbs(ctx, subnet, &valid).await?;
             let gateway = reconcile_gateway(ctx, subnet, &valid).await?;
             report.nb_ops += gateway.nb_ops;
             report.namespaces_patched = bind_namespaces(ctx, &cluster, subnet).await?;
