@@ -8,13 +8,14 @@
 //! `transact`: new rows are `insert`ed under a `uuid-name`, changed columns `update`d by
 //! `_uuid`, removed rows `delete`d by `_uuid`.
 
-use super::datum::{new_uuid, Atom, Datum};
+use super::notation::new_uuid;
 use super::order::idl_order;
-use super::schema::{AtomicType, ColumnType, Schema, SchemaExt, TableExt};
+use super::schema::{ColumnType, Schema, SchemaExt, TableExt};
 use anyhow::{anyhow, bail, Result};
 use ovsdb::client::OneshotConnection;
+use ovsdb::{Atom, Set, Value};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map, Value as Json};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
@@ -46,43 +47,39 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
 #[derive(Debug, serde::Deserialize)]
 struct RowUpdate {
     #[serde(alias = "new")]
-    initial: Option<Map<String, Value>>,
+    initial: Option<Map<String, Json>>,
 }
 
 /// One row: its UUID and every column's value.
 #[derive(Debug, Clone)]
 pub struct Row {
     pub uuid: String,
-    pub cols: HashMap<String, Datum>,
+    pub cols: HashMap<String, Value>,
 }
 
-static EMPTY: Datum = Datum {
-    keys: Vec::new(),
-    values: None,
-};
+static EMPTY: Value = Value::Set(Set::new());
 
 impl Row {
     /// The value of `col` (empty if the column is unknown).
-    pub fn get(&self, col: &str) -> &Datum {
+    pub fn get(&self, col: &str) -> &Value {
         self.cols.get(col).unwrap_or(&EMPTY)
     }
 
     /// A string column's value ("" when empty).
     pub fn str(&self, col: &str) -> &str {
-        self.get(col).first_str().unwrap_or("")
+        self.get(col).as_str().unwrap_or("")
     }
 
     /// A string-to-string map column's entry.
     pub fn map_get(&self, col: &str, key: &str) -> Option<&str> {
-        self.get(col).get_str(key)
+        self.get(col).as_map()?.get_str(key)?.as_str()
     }
 
     /// The UUIDs of a reference column.
     pub fn refs(&self, col: &str) -> Vec<String> {
         self.get(col)
-            .keys
-            .iter()
-            .filter_map(|a| a.as_str().map(str::to_owned))
+            .keys()
+            .filter_map(|a| a.as_uuid().map(|u| u.to_string()))
             .collect()
     }
 }
@@ -113,21 +110,8 @@ pub struct Db {
 }
 
 /// The default value of a column (RFC 7047 §5.1: empty unless `min` is 1).
-fn default_datum(ty: &ColumnType) -> Datum {
-    if ty.min == 0 {
-        return Datum::empty(ty);
-    }
-    let atom = |t: AtomicType| match t {
-        AtomicType::Integer => Atom::Integer(0),
-        AtomicType::Real => Atom::Real(0.0),
-        AtomicType::Boolean => Atom::Boolean(false),
-        AtomicType::String => Atom::String(String::new()),
-        AtomicType::Uuid => Atom::Uuid("00000000-0000-0000-0000-000000000000".into()),
-    };
-    match &ty.value {
-        Some(v) => Datum::map(vec![(atom(ty.key.atom_type), atom(v.atom_type))]),
-        None => Datum::single(atom(ty.key.atom_type)),
-    }
+fn default_datum(ty: &ColumnType) -> Value {
+    ty.default_value()
 }
 
 impl Db {
@@ -270,7 +254,7 @@ impl Db {
                     continue;
                 }
                 let datum = match new.get(cname) {
-                    Some(j) => Datum::from_json(&col.type_, j)
+                    Some(j) => Value::from_json_typed(j, &col.type_)
                         .map_err(|e| anyhow!("{tname}.{cname} of {uuid}: {e}"))?,
                     None => default_datum(&col.type_),
                 };
@@ -315,7 +299,7 @@ impl Db {
                 continue;
             }
             let datum = match fetched.get(cname) {
-                Some(j) => Datum::from_json(&col.type_, j)?,
+                Some(j) => Value::from_json_typed(j, &col.type_)?,
                 None => default_datum(&col.type_),
             };
             row.cols.insert(cname.clone(), datum);
@@ -391,7 +375,7 @@ impl Db {
     }
 
     /// Writes `datum` into `col` of a row.
-    pub fn set(&mut self, table: &str, uuid: &str, col: &str, datum: Datum) -> Result<()> {
+    pub fn set(&mut self, table: &str, uuid: &str, col: &str, datum: Value) -> Result<()> {
         self.schema.table_or_err(table)?.column_or_err(col)?;
         let row = self
             .tables
@@ -406,16 +390,24 @@ impl Db {
 
     /// Adds `atom` to a set column.
     pub fn set_add(&mut self, table: &str, uuid: &str, col: &str, atom: Atom) -> Result<()> {
-        let mut d = self.row(table, uuid)?.get(col).clone();
-        d.keys.push(atom);
-        self.set(table, uuid, col, Datum::set(d.keys))
+        let mut set = self.set_column(table, uuid, col)?;
+        set.insert(atom);
+        self.set(table, uuid, col, Value::Set(set))
     }
 
     /// Removes `atom` from a set column.
     pub fn set_remove(&mut self, table: &str, uuid: &str, col: &str, atom: &Atom) -> Result<()> {
-        let d = self.row(table, uuid)?.get(col).clone();
-        let keys = d.keys.into_iter().filter(|k| k != atom).collect();
-        self.set(table, uuid, col, Datum::set(keys))
+        let mut set = self.set_column(table, uuid, col)?;
+        set.remove(atom);
+        self.set(table, uuid, col, Value::Set(set))
+    }
+
+    /// The value of a set column of a row.
+    fn set_column(&mut self, table: &str, uuid: &str, col: &str) -> Result<Set> {
+        match self.row(table, uuid)?.get(col) {
+            Value::Set(set) => Ok(set.clone()),
+            Value::Map(_) => bail!("{table}.{col} is a map, not a set"),
+        }
     }
 
     /// Deletes a row.
@@ -452,7 +444,7 @@ impl Db {
             let mut cols = Map::new();
             for (c, d) in &row.cols {
                 if !d.is_empty() || self.modified.contains(&(t.clone(), u.clone(), c.clone())) {
-                    cols.insert(c.clone(), d.to_json()?);
+                    cols.insert(c.clone(), d.to_json());
                 }
             }
             // The row gets the UUID chosen here (not one the server picks): a retry
@@ -461,7 +453,7 @@ impl Db {
             ops.push(json!({"op": "insert", "table": t, "uuid": u, "row": cols}));
             insert_order.push((ops.len() - 1, u.clone()));
         }
-        let mut updates: HashMap<(&String, &String), Map<String, Value>> = HashMap::new();
+        let mut updates: HashMap<(&String, &String), Map<String, Json>> = HashMap::new();
         for (t, u, c) in &self.modified {
             if self.is_inserted(t, u) {
                 continue;
@@ -470,7 +462,7 @@ impl Db {
                 updates
                     .entry((t, u))
                     .or_default()
-                    .insert(c.clone(), row.get(c).to_json()?);
+                    .insert(c.clone(), row.get(c).to_json());
             }
         }
         let mut updates: Vec<_> = updates.into_iter().collect();
@@ -544,7 +536,7 @@ pub enum CommitFailed {
 }
 
 impl CommitFailed {
-    fn from_error(err: &Value) -> CommitFailed {
+    fn from_error(err: &Json) -> CommitFailed {
         let text = transaction_error_text(err);
         match err["error"].as_str() {
             Some("cluster error" | "not leader" | "timed out") => CommitFailed::Cluster(text),
@@ -555,8 +547,8 @@ impl CommitFailed {
 }
 
 /// The C tools print a failed operation as its JSON object with sorted members.
-fn transaction_error_text(err: &Value) -> String {
-    let mut members: Vec<(&String, &Value)> = err.as_object().into_iter().flatten().collect();
+fn transaction_error_text(err: &Json) -> String {
+    let mut members: Vec<(&String, &Json)> = err.as_object().into_iter().flatten().collect();
     members.sort_by(|a, b| a.0.cmp(b.0));
     let body: Vec<String> = members
         .iter()

@@ -3,8 +3,8 @@
 
 pub mod cli;
 pub mod commands;
-pub mod datum;
 pub mod idl;
+pub mod notation;
 pub mod order;
 pub mod schema;
 
@@ -62,7 +62,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
             // hammered: 10 ms, doubling, at most 640 ms between attempts.
             std::thread::sleep(std::time::Duration::from_millis(10 << retry.min(6)));
         }
-        datum::rewind_uuids();
+        notation::rewind_uuids();
         let conn = connect_cluster(&remotes, tool.database, &options, &mut seen)?;
         match attempt(tool, &global, &commands, conn, unsettled.as_ref()) {
             Ok(Attempt::Done(out)) => return Ok(out),

@@ -44,16 +44,15 @@ fn print_ls(ctx: &mut Ctx, ls: &Row) -> Result<String> {
         if !lsp.str("type").is_empty() {
             let _ = writeln!(s, "        type: {}", lsp.str("type"));
         }
-        if let Some(parent) = lsp.get("parent_name").first_str() {
+        if let Some(parent) = lsp.get("parent_name").as_str() {
             let _ = writeln!(s, "        parent: {parent}");
         }
-        if let Some(tag) = lsp.get("tag").keys.first().and_then(|a| a.as_int()) {
+        if let Some(tag) = lsp.get("tag").as_integer() {
             let _ = writeln!(s, "        tag: {tag}");
         }
         let addrs: Vec<&str> = lsp
             .get("addresses")
-            .keys
-            .iter()
+            .keys()
             .filter_map(|a| a.as_str())
             .collect();
         if !addrs.is_empty() && addrs != ["router"] {
@@ -71,12 +70,7 @@ fn gateway_chassis(ctx: &mut Ctx, lrp: &Row) -> Result<Vec<String>> {
     let mut gcs = Vec::new();
     for g in lrp.refs("gateway_chassis") {
         if let Some(gc) = ctx.db.get("Gateway_Chassis", &g)? {
-            let prio = gc
-                .get("priority")
-                .keys
-                .first()
-                .and_then(|a| a.as_int())
-                .unwrap_or(0);
+            let prio = gc.get("priority").as_integer().unwrap_or(0);
             gcs.push((prio, gc.str("chassis_name").to_owned()));
         }
     }
@@ -101,8 +95,7 @@ fn print_lr(ctx: &mut Ctx, lr: &Row) -> Result<String> {
         let _ = writeln!(s, "        mac: \"{}\"", lrp.str("mac"));
         let nets: Vec<&str> = lrp
             .get("networks")
-            .keys
-            .iter()
+            .keys()
             .filter_map(|a| a.as_str())
             .collect();
         if !nets.is_empty() {
