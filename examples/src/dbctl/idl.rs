@@ -1,60 +1,31 @@
 //! An in-memory replica of the tables one run of a tool touches, plus the transaction that
 //! run builds — a small cousin of OVS's IDL.
 //!
-//! Tables are fetched on first use with a one-shot `monitor` (initial rows only), rows are
-//! kept in the order the C IDL would iterate them (see [`super::order`]), and every change
-//! a command makes is applied to the replica at once, so chained commands (`ls-add a --
-//! lsp-add a p`) see each other's effects. [`Db::commit`] turns the changes into one
-//! `transact`: new rows are `insert`ed under a `uuid-name`, changed columns `update`d by
-//! `_uuid`, removed rows `delete`d by `_uuid`.
+//! Tables are fetched on first use with a one-shot `monitor_cond` (initial rows only,
+//! decoded by the `ovsdb` crate into its [`ovsdb::Row`]s), rows are kept in the order the
+//! C IDL would iterate them ([`ovsdb::cache::order::idl_order`]: the crate's `Store` keeps
+//! rows sorted by uuid, which the C tools do not print in), and every change a command makes
+//! is applied to the replica at once, so chained commands (`ls-add a -- lsp-add a p`) see
+//! each other's effects: that pending state is what this replica adds to the crate's.
+//! [`Db::commit`] turns the changes into one `transact`: new rows are `insert`ed under a
+//! UUID chosen here, changed columns `update`d by `_uuid`, removed rows `delete`d by
+//! `_uuid`.
 
 use super::notation::new_uuid;
-use super::order::idl_order;
 use super::schema::{ColumnType, Schema, SchemaExt, TableExt};
 use anyhow::{anyhow, bail, Result};
+use ovsdb::cache::order::idl_order;
 use ovsdb::client::OneshotConnection;
-use ovsdb::{Atom, Set, Value};
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use ovsdb::update::{RowUpdate2, TableUpdates2};
+use ovsdb::{Atom, Set, Uuid, Value};
 use serde_json::{json, Map, Value as Json};
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fmt;
-
-/// A JSON object decoded with its members in text order.
-#[derive(Debug)]
-struct Ordered<T>(Vec<(String, T)>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Ordered<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
-                while let Some((k, v)) = map.next_entry()? {
-                    out.push((k, v));
-                }
-                Ok(Ordered(out))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
-    }
-}
-
-/// A `<row-update>` of a monitor reply.
-#[derive(Debug, serde::Deserialize)]
-struct RowUpdate {
-    #[serde(alias = "new")]
-    initial: Option<Map<String, Json>>,
-}
 
 /// One row: its UUID and every column's value.
 #[derive(Debug, Clone)]
 pub struct Row {
     pub uuid: String,
-    pub cols: HashMap<String, Value>,
+    pub cols: ovsdb::Row,
 }
 
 static EMPTY: Value = Value::Set(Set::new());
@@ -194,13 +165,13 @@ impl Db {
         self.monitor_id += 1;
         let params = json!([self.schema.name, self.monitor_id, requests]);
         let raw = self.conn.call("monitor_cond", &params)?;
-        let mut updates: Ordered<Ordered<RowUpdate>> = serde_json::from_str(raw.get())?;
+        let mut updates = TableUpdates2::from_str(raw.get(), &self.schema)?;
         for (t, columns) in plan {
             let rows = updates
-                .0
+                .tables
                 .iter()
-                .position(|(name, _)| *name == t)
-                .map(|i| updates.0.swap_remove(i).1 .0)
+                .position(|u| *u.table == *t)
+                .map(|i| updates.tables.swap_remove(i).rows)
                 .unwrap_or_default();
             let mut data = self.absorb(&t, rows, columns.as_ref())?;
             if let Some(old) = self.tables.remove(&t) {
@@ -217,7 +188,11 @@ impl Db {
     fn merge_pending(&self, table: &str, data: &mut TableData, old: TableData) {
         for (u, old_row) in old.rows {
             match data.rows.get_mut(&u) {
-                Some(row) => row.cols.extend(old_row.cols),
+                Some(row) => {
+                    for (c, v) in &old_row.cols {
+                        row.cols.insert(c.clone(), v.clone());
+                    }
+                }
                 None => {
                     data.order.push(u.clone());
                     data.rows.insert(u, old_row);
@@ -232,37 +207,35 @@ impl Db {
         data.filled.extend(old.filled);
     }
 
+    /// A table's rows from a monitor reply, in the C IDL's order, each holding every
+    /// fetched column (the reply leaves out default-valued ones).
     fn absorb(
         &self,
         tname: &str,
-        rows: Vec<(String, RowUpdate)>,
+        rows: Vec<(Uuid, RowUpdate2)>,
         only: Option<&BTreeSet<String>>,
     ) -> Result<TableData> {
         let table = self.schema.table_or_err(tname)?;
-        let uuids: Vec<&str> = rows.iter().map(|(u, _)| u.as_str()).collect();
-        let order = idl_order(&uuids);
+        let uuids: Vec<Uuid> = rows.iter().map(|(u, _)| *u).collect();
         let mut data = TableData {
             columns: only.cloned(),
             ..TableData::default()
         };
         let mut decoded: Vec<Option<Row>> = Vec::with_capacity(rows.len());
         for (uuid, update) in rows {
-            let new = update.initial.unwrap_or_default();
-            let mut cols = HashMap::with_capacity(table.columns.len());
+            let mut cols = match update {
+                RowUpdate2::Initial(row) | RowUpdate2::Insert(row) => row,
+                other => bail!("{tname} row {uuid}: unexpected {other:?} in a monitor reply"),
+            };
             for (cname, col) in &table.columns {
-                if only.is_some_and(|o| !o.contains(cname)) {
-                    continue;
+                if !cols.contains(cname) && only.is_none_or(|o| o.contains(cname)) {
+                    cols.insert(cname.clone(), default_datum(&col.type_));
                 }
-                let datum = match new.get(cname) {
-                    Some(j) => Value::from_json_typed(j, &col.type_)
-                        .map_err(|e| anyhow!("{tname}.{cname} of {uuid}: {e}"))?,
-                    None => default_datum(&col.type_),
-                };
-                cols.insert(cname.clone(), datum);
             }
+            let uuid = uuid.to_string();
             decoded.push(Some(Row { uuid, cols }));
         }
-        for i in order {
+        for i in idl_order(&uuids) {
             if let Some(row) = decoded[i].take() {
                 data.order.push(row.uuid.clone());
                 data.rows.insert(row.uuid.clone(), row);
@@ -295,7 +268,7 @@ impl Db {
         let data = self.tables.get_mut(table).expect("checked above");
         let row = data.rows.get_mut(uuid).expect("checked above");
         for (cname, col) in &schema_table.columns {
-            if row.cols.contains_key(cname) {
+            if row.cols.contains(cname) {
                 continue;
             }
             let datum = match fetched.get(cname) {
@@ -442,9 +415,10 @@ impl Db {
                 continue;
             };
             let mut cols = Map::new();
-            for (c, d) in &row.cols {
-                if !d.is_empty() || self.modified.contains(&(t.clone(), u.clone(), c.clone())) {
-                    cols.insert(c.clone(), d.to_json());
+            for (c, d) in row.cols.iter() {
+                let written = (t.clone(), u.clone(), c.to_owned());
+                if !d.is_empty() || self.modified.contains(&written) {
+                    cols.insert(c.to_owned(), d.to_json());
                 }
             }
             // The row gets the UUID chosen here (not one the server picks): a retry
