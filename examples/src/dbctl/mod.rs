@@ -13,7 +13,7 @@ use cli::Command;
 use commands::{Ctx, RowId};
 use idl::{CommitFailed, Db};
 use ovsdb::client::{
-    connect_cluster, ClusterOptions, Deadline, OneshotConnection, OneshotError, Remote,
+    connect_cluster, ClusterOptions, Deadline, OneshotConnection, OneshotError, Remote, TlsConfig,
 };
 
 /// A tool's specific commands: returns `Ok(false)` for a command it does not know.
@@ -31,6 +31,15 @@ pub struct Tool {
     pub default_remote: &'static str,
     pub row_ids: &'static [RowId],
     pub dispatch: Dispatch,
+}
+
+/// The TLS files of `-p`, `-c` and `-C`, loaded, when all three are given (the C tools
+/// need all three for an `ssl:` remote and complain only when one is used).
+fn tls_config(global: &cli::Global) -> Result<Option<TlsConfig>> {
+    match (&global.private_key, &global.certificate, &global.ca_cert) {
+        (Some(key), Some(cert), Some(ca)) => Ok(Some(TlsConfig::from_files(key, cert, ca)?)),
+        _ => Ok(None),
+    }
 }
 
 /// Runs one invocation (arguments without the program name); returns what to print.
@@ -52,6 +61,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
         leader_only: global.leader_only,
         shuffle: global.shuffle,
         deadline: (global.timeout > 0).then(|| Deadline::after_secs(global.timeout)),
+        tls: tls_config(&global)?,
     };
     tracing::debug!(%remote, n = commands.len(), "running commands");
     let mut seen = ovsdb::client::Seen::default();

@@ -7,7 +7,7 @@ use super::switch::{looks_like_uuid, lsp_get, options_map};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
 use crate::dbctl::idl::Row;
-use crate::dbctl::notation::uuid_atom;
+use crate::dbctl::notation::{string, uuid_atom};
 use anyhow::{bail, Result};
 use ovsdb::Value;
 
@@ -27,10 +27,6 @@ pub fn run(ctx: &mut Ctx, cmd: &Command) -> Result<bool> {
         _ => return Ok(false),
     }
     Ok(true)
-}
-
-fn string(s: &str) -> Value {
-    Value::scalar(s.to_owned())
 }
 
 fn check_type(t: &str) -> Result<()> {

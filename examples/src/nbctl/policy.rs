@@ -3,12 +3,12 @@
 
 use super::addr::{normalize_addr, normalize_prefix};
 use super::lb::{lr_get, LR};
-use super::router::{children, string};
+use super::router::children;
 use super::switch::{looks_like_uuid, options_map};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
 use crate::dbctl::idl::Row;
-use crate::dbctl::notation::{set_of, uuid_atom};
+use crate::dbctl::notation::{set_of, string, uuid_atom};
 use anyhow::{bail, Result};
 use ovsdb::{Atom, Value};
 

@@ -8,7 +8,7 @@ use super::switch::{list_named, looks_like_uuid, options_map};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::{set_column, Ctx};
 use crate::dbctl::idl::Row;
-use crate::dbctl::notation::{set_of, uuid_atom};
+use crate::dbctl::notation::{set_of, string, uuid_atom};
 use crate::dbctl::schema::SchemaExt;
 use anyhow::{bail, Result};
 use ovsdb::{Atom, Value};
@@ -35,10 +35,6 @@ pub fn run(ctx: &mut Ctx, cmd: &Command) -> Result<bool> {
         _ => return Ok(false),
     }
     Ok(true)
-}
-
-pub(super) fn string(s: &str) -> Value {
-    Value::scalar(s.to_owned())
 }
 
 fn lr_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {

@@ -6,10 +6,9 @@
 
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::{set_column, Ctx};
-use crate::dbctl::notation::{set_of, uuid_atom};
+use crate::dbctl::notation::{set_of, string, uuid_atom};
 use crate::dbctl::schema::SchemaExt;
 use anyhow::{bail, Result};
-use ovsdb::Value;
 
 const OVS: &str = "Open_vSwitch";
 
@@ -31,10 +30,6 @@ pub fn run(ctx: &mut Ctx, cmd: &Command) -> Result<bool> {
         _ => return Ok(false),
     }
     Ok(true)
-}
-
-fn string(s: &str) -> Value {
-    Value::scalar(s.to_owned())
 }
 
 /// The Open_vSwitch root row, created if the database has none (as ovs-vsctl does).
