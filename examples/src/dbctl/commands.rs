@@ -116,7 +116,7 @@ pub fn get_row(ctx: &mut Ctx, table: &str, id: &str, must_exist: bool) -> Result
         }
     }
     if partial_uuid_len(&lower) >= 4 {
-        let matches: Vec<&&Row> = rows.iter().filter(|r| r.uuid.starts_with(&lower)).collect();
+        let matches: Vec<&Row> = rows.iter().filter(|r| r.uuid.starts_with(&lower)).collect();
         match matches.as_slice() {
             [one] => return Ok(Some(one.uuid.clone())),
             [a, b, ..] => bail!(
@@ -304,11 +304,11 @@ fn cmd_list(ctx: &mut Ctx, cmd: &Command, find: bool) -> Result<()> {
     if !find && cmd.args.len() > 1 {
         for id in &cmd.args[1..] {
             if let Some(u) = get_row(ctx, &table.name, id, !cmd.has("--if-exists"))? {
-                rows.push(ctx.db.row(&table.name, &u)?.clone());
+                rows.push(ctx.db.row(&table.name, &u)?);
             }
         }
     } else {
-        let all: Vec<Row> = ctx.db.rows(&table.name)?.into_iter().cloned().collect();
+        let all: Vec<Row> = ctx.db.rows(&table.name)?;
         'rows: for row in all {
             if find {
                 for cond in &cmd.args[1..] {
@@ -340,7 +340,7 @@ fn cmd_get(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         }
         ctx.symtab.symbols.insert(id.to_owned(), uuid.clone());
     }
-    let row = ctx.db.row(&table.name, &uuid)?.clone();
+    let row = ctx.db.row(&table.name, &uuid)?;
     for arg in &cmd.args[2..] {
         if arg.eq_ignore_ascii_case("_uuid") || arg.eq_ignore_ascii_case("-uuid") {
             ctx.out.push_str(&format!("{uuid}\n"));
@@ -400,8 +400,8 @@ pub fn set_column(
             };
             let k = atom_from_string(&col.type_.key, &key, &mut ctx.symtab)?;
             let v = atom_from_string(vt, &value, &mut ctx.symtab)?;
-            let old = ctx.db.row(&table.name, uuid)?.get(&col.name);
-            let mut map = old.as_map().cloned().unwrap_or_default();
+            let old = ctx.db.row(&table.name, uuid)?;
+            let mut map = old.get(&col.name).as_map().cloned().unwrap_or_default();
             map.insert(k, v);
             Value::Map(map)
         }

@@ -110,7 +110,7 @@ fn lb_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     let vip_key = Atom::String(vip_norm.clone());
     if !cmd.has("--add-duplicate") {
         if let Some(lb) = lb_get(ctx, name, false)? {
-            let row = ctx.db.row(LB, &lb)?.clone();
+            let row = ctx.db.row(LB, &lb)?;
             if row.get("vips").contains_key(&vip_key) && !cmd.has("--may-exist") {
                 bail!("{name}: a load balancer with this vip ({vip_norm}) already exists");
             }
@@ -155,7 +155,7 @@ fn lb_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         return ctx.db.delete(LB, &lb);
     };
     let key = Atom::String(vip.clone());
-    let row = ctx.db.row(LB, &lb)?.clone();
+    let row = ctx.db.row(LB, &lb)?;
     if !row.get("vips").contains_key(&key) {
         if !cmd.has("--if-exists") {
             bail!("vip {vip} is not part of the load balancer.");
@@ -251,7 +251,6 @@ fn lb_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         .rows(LB)?
         .into_iter()
         .filter(|r| cmd.args.first().is_none_or(|n| r.str("name") == n))
-        .cloned()
         .collect();
     print_lbs(ctx, &lbs);
     Ok(())

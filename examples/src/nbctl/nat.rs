@@ -315,7 +315,7 @@ fn dhcp_set_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 fn dhcp_get_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 1)?;
     let d = dhcp_get(ctx, &cmd.args[0], true)?.expect("must_exist");
-    let row = ctx.db.row(DHCP, &d)?.clone();
+    let row = ctx.db.row(DHCP, &d)?;
     for (k, v) in
         crate::dbctl::order::smap_iter_pairs(super::switch::string_pairs(row.get("options")))
     {

@@ -182,7 +182,7 @@ fn lrp_may_exist(
         };
         bail!("{name}: port already exists but in router {lr_name}");
     }
-    let row = ctx.db.row(LRP, lrp)?.clone();
+    let row = ctx.db.row(LRP, lrp)?;
     if !row.str("mac").eq_ignore_ascii_case(&cmd.args[2]) {
         bail!("{name}: port already exists with mac {}", row.str("mac"));
     }

@@ -39,7 +39,7 @@ fn print_ls(ctx: &mut Ctx, ls: &Row) -> Result<String> {
             s,
             "    port {}{}",
             lsp.str("name"),
-            alias(lsp, "neutron:port_name")
+            alias(&lsp, "neutron:port_name")
         );
         if !lsp.str("type").is_empty() {
             let _ = writeln!(s, "        type: {}", lsp.str("type"));
@@ -88,7 +88,7 @@ fn print_lr(ctx: &mut Ctx, lr: &Row) -> Result<String> {
         alias(lr, "neutron:router_name")
     );
     for p in lr.refs("ports") {
-        let Some(lrp) = ctx.db.get("Logical_Router_Port", &p)?.cloned() else {
+        let Some(lrp) = ctx.db.get("Logical_Router_Port", &p)? else {
             continue;
         };
         let _ = writeln!(s, "    port {}", lrp.str("name"));
@@ -146,20 +146,11 @@ pub fn show(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
                 id,
                 false,
             )?;
-            let ls = ls.map(|u| ctx.db.row(LS, &u).cloned()).transpose()?;
-            let lr = lr
-                .map(|u| ctx.db.row("Logical_Router", &u).cloned())
-                .transpose()?;
+            let ls = ls.map(|u| ctx.db.row(LS, &u)).transpose()?;
+            let lr = lr.map(|u| ctx.db.row("Logical_Router", &u)).transpose()?;
             (ls.into_iter().collect(), lr.into_iter().collect())
         }
-        None => (
-            ctx.db.rows(LS)?.into_iter().cloned().collect(),
-            ctx.db
-                .rows("Logical_Router")?
-                .into_iter()
-                .cloned()
-                .collect(),
-        ),
+        None => (ctx.db.rows(LS)?, ctx.db.rows("Logical_Router")?),
     };
     for ls in &switches {
         let text = print_ls(ctx, ls)?;

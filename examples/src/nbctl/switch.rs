@@ -321,7 +321,7 @@ fn duplicate_check(ctx: &mut Ctx, ls: &str, lsp: &str, addr: &str) -> Result<()>
     if wanted.is_empty() {
         return Ok(());
     }
-    let ls_row = ctx.db.row(LS, ls)?.clone();
+    let ls_row = ctx.db.row(LS, ls)?;
     for port in ls_row.refs("ports") {
         if port == lsp {
             continue;
@@ -427,7 +427,7 @@ fn lsp_set_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 fn lsp_get_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 1)?;
     let lsp = lsp_get(ctx, &cmd.args[0], true)?.expect("must_exist");
-    let row = ctx.db.row(LSP, &lsp)?.clone();
+    let row = ctx.db.row(LSP, &lsp)?;
     for (k, v) in smap_iter_pairs(string_pairs(row.get("options"))) {
         ctx.out.push_str(&format!("{k}={v}\n"));
     }

@@ -66,7 +66,7 @@ fn need_bridge(ctx: &mut Ctx, name: &str) -> Result<String> {
 fn port_by_name(ctx: &mut Ctx, name: &str) -> Result<Option<(String, String)>> {
     let ovs = root(ctx)?;
     for b in ctx.db.row(OVS, &ovs)?.refs("bridges") {
-        let Some(bridge) = ctx.db.get("Bridge", &b)?.cloned() else {
+        let Some(bridge) = ctx.db.get("Bridge", &b)? else {
             continue;
         };
         for p in bridge.refs("ports") {

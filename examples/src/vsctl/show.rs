@@ -98,7 +98,7 @@ fn show_row(
             .filter(|t| find(t).is_some())
         {
             for u in datum.keys().filter_map(Atom::as_uuid) {
-                if let Some(child) = ctx.db.get(ref_table, &u.to_string())?.cloned() {
+                if let Some(child) = ctx.db.get(ref_table, &u.to_string())? {
                     show_row(ctx, ref_table, &child, level + 1, shown)?;
                 }
             }
@@ -120,7 +120,7 @@ pub fn show(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 0, 0)?;
     let tables: Vec<&str> = SHOW_TABLES.iter().map(|t| t.table).collect();
     ctx.db.load(&tables)?;
-    let roots: Vec<Row> = ctx.db.rows("Open_vSwitch")?.into_iter().cloned().collect();
+    let roots: Vec<Row> = ctx.db.rows("Open_vSwitch")?;
     let mut shown = Vec::new();
     for row in &roots {
         show_row(ctx, "Open_vSwitch", row, 0, &mut shown)?;
