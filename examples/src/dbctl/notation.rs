@@ -459,6 +459,43 @@ mod tests {
         assert_eq!(Atom::String("a b".into()).to_text(), "\"a b\"");
     }
 
+    /// An unlimited set of `key`, or map of `key` to `value`.
+    fn column(key: AtomicType, value: Option<AtomicType>) -> ColumnType {
+        ColumnType {
+            key: BaseType::new(key),
+            value: value.map(BaseType::new),
+            min: 0,
+            max: None,
+        }
+    }
+
+    #[test]
+    fn text_round_trips_through_the_crates_values_sorted() {
+        let mut symtab = Symtab::default();
+        let map = column(AtomicType::String, Some(AtomicType::String));
+        let value = value_from_text(&map, "{b=\"x y\", a=1}", &mut symtab).unwrap();
+        assert_eq!(value, Value::map([("a", "1"), ("b", "x y")]));
+        assert_eq!(value.to_text(&map), "{a=\"1\", b=\"x y\"}");
+        assert_eq!(value.to_bare(), "a=1 b=x y");
+        let set = column(AtomicType::Integer, None);
+        let value = value_from_text(&set, "[3, 1, 2]", &mut symtab).unwrap();
+        assert_eq!(value.to_text(&set), "[1, 2, 3]");
+        assert_eq!(Value::empty_map().to_text(&map), "{}");
+    }
+
+    #[test]
+    fn duplicates_are_refused_and_first_pair_wins_in_map_of() {
+        let mut symtab = Symtab::default();
+        let set = column(AtomicType::Integer, None);
+        let err = value_from_text(&set, "[1, 1]", &mut symtab).unwrap_err();
+        assert_eq!(err.to_string(), "[1, 1]: set contains duplicate value");
+        let pairs = vec![
+            (Atom::from("k"), Atom::from("first")),
+            (Atom::from("k"), Atom::from("second")),
+        ];
+        assert_eq!(map_of(pairs), Value::map([("k", "first")]));
+    }
+
     #[test]
     fn reals_print_like_printf_g() {
         assert_eq!(format_g15(1.5), "1.5");
