@@ -109,3 +109,25 @@ fn vsctl_over_ssl_adds_a_bridge_the_real_one_lists() {
     );
     assert_eq!(real.stdout, ours.stdout);
 }
+
+#[test]
+fn tls_files_are_not_read_for_a_unix_remote_as_with_the_real_tool() {
+    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool", "ovn-nbctl"]) {
+        return;
+    }
+    let server = OvsdbServer::start(Db::Northbound).expect("start NB");
+    let remote = server.unix_remote();
+    let missing = TlsFiles {
+        private_key: "/nonexistent/key.pem".into(),
+        certificate: "/nonexistent/cert.pem".into(),
+        ca_cert: "/nonexistent/cacert.pem".into(),
+    };
+    let real = run_with_tls("ovn-nbctl", &remote, &missing, &["ls-list"]);
+    let ours = run_with_tls(OUR_NBCTL, &remote, &missing, &["ls-list"]);
+    assert!(real.ok, "{real:?}");
+    assert_eq!(
+        (ours.ok, ours.stdout.as_str()),
+        (true, real.stdout.as_str()),
+        "{ours:?}"
+    );
+}

@@ -33,9 +33,12 @@ pub struct Tool {
     pub dispatch: Dispatch,
 }
 
-/// The TLS files of `-p`, `-c` and `-C`, loaded, when all three are given (the C tools
-/// need all three for an `ssl:` remote and complain only when one is used).
-fn tls_config(global: &cli::Global) -> Result<Option<TlsConfig>> {
+/// The TLS files of `-p`, `-c` and `-C`, loaded when all three are given and a remote is
+/// `ssl:`: like the C tools, a run on `unix:` or `tcp:` does not care whether they load.
+fn tls_config(global: &cli::Global, remotes: &[Remote]) -> Result<Option<TlsConfig>> {
+    if !remotes.iter().any(Remote::is_tls) {
+        return Ok(None);
+    }
     match (&global.private_key, &global.certificate, &global.ca_cert) {
         (Some(key), Some(cert), Some(ca)) => Ok(Some(TlsConfig::from_files(key, cert, ca)?)),
         _ => Ok(None),
@@ -61,7 +64,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
         leader_only: global.leader_only,
         shuffle: global.shuffle,
         deadline: (global.timeout > 0).then(|| Deadline::after_secs(global.timeout)),
-        tls: tls_config(&global)?,
+        tls: tls_config(&global, &remotes)?,
     };
     tracing::debug!(%remote, n = commands.len(), "running commands");
     let mut seen = ovsdb::client::Seen::default();
