@@ -1,8 +1,10 @@
 //! The blocking one-shot client (`ovsdb::client::OneshotConnection`, `connect_cluster`)
 //! against real ovsdb-servers: a standalone NB server and a 3-member Raft cluster.
 
-use ovn_harness::{Db, OvsdbServer, RaftCluster};
-use ovsdb::client::{connect_cluster, ClusterOptions, Deadline, OneshotError, Remote, Seen};
+use ovn_harness::{Db, OvsdbServer, Pki, RaftCluster, TlsFiles};
+use ovsdb::client::{
+    connect_cluster, ClusterOptions, Deadline, OneshotError, Remote, Seen, TlsConfig,
+};
 use serde_json::json;
 
 const NB: &str = "OVN_Northbound";
@@ -12,7 +14,48 @@ fn options(leader_only: bool, secs: u64) -> ClusterOptions {
         leader_only,
         shuffle: false,
         deadline: Some(Deadline::after_secs(secs)),
+        tls: None,
     }
+}
+
+fn tls_config(files: &TlsFiles) -> TlsConfig {
+    TlsConfig::from_files(&files.private_key, &files.certificate, &files.ca_cert)
+        .expect("TLS files load")
+}
+
+/// `ssl:` remotes: with the CA's key and certificate the one-shot client transacts; with
+/// none it says TLS is not configured; with a certificate from another CA the server
+/// refuses it (and this client refuses the server's), reported as a connection failure.
+#[test]
+fn ssl_remote_needs_a_certificate_from_the_servers_ca() {
+    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool"]) {
+        return;
+    }
+    let pki = Pki::new("oneshot-ca").expect("CA");
+    let ovn = pki.issue("ovn").expect("certificate");
+    let server = OvsdbServer::start_ssl(Db::Northbound, &ovn).expect("start NB with pssl");
+    let remote = server.ssl_remote().expect("ssl remote");
+    let remotes = Remote::parse_list(&remote).expect("remote parses");
+
+    let mut with_tls = options(true, 10);
+    with_tls.tls = Some(tls_config(&ovn));
+    let mut conn = connect_cluster(&remotes, NB, &with_tls, &mut Seen::default()).expect("connect");
+    let insert = json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "over-tls"}});
+    let results = conn.transact(NB, &[insert]).expect("transact over TLS");
+    assert!(results[0]["uuid"][1].is_string(), "{results:?}");
+
+    let err = connect_cluster(&remotes, NB, &options(true, 10), &mut Seen::default()).unwrap_err();
+    assert!(
+        matches!(&err, OneshotError::TlsNotConfigured { remote: r } if *r == remote),
+        "{err:?}"
+    );
+
+    let other = Pki::new("other-ca").expect("CA");
+    let mut stranger = options(true, 10);
+    stranger.tls = Some(tls_config(&other.issue("ovn").expect("certificate")));
+    let err = connect_cluster(&remotes, NB, &stranger, &mut Seen::default()).unwrap_err();
+    assert!(matches!(err, OneshotError::Io { .. }), "{err:?}");
+    assert!(err.to_string().starts_with(&remote), "{err}");
 }
 
 #[test]

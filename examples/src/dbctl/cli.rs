@@ -39,6 +39,11 @@ pub struct Global {
     pub leader_only: bool,
     /// `--no-shuffle-remotes` clears it: then remotes are tried in the order given.
     pub shuffle: bool,
+    /// `-p`/`--private-key`, `-c`/`--certificate`, `-C`/`--ca-cert`: the files an `ssl:`
+    /// remote is spoken to with.
+    pub private_key: Option<String>,
+    pub certificate: Option<String>,
+    pub ca_cert: Option<String>,
 }
 
 impl Default for Global {
@@ -50,6 +55,9 @@ impl Default for Global {
             timeout: 0,
             leader_only: true,
             shuffle: true,
+            private_key: None,
+            certificate: None,
+            ca_cert: None,
         }
     }
 }
@@ -77,6 +85,31 @@ fn split_option(arg: &str) -> (String, Option<String>) {
     }
 }
 
+/// Global options with a required argument, which getopt also takes as the next word.
+fn takes_argument(key: &str) -> bool {
+    matches!(
+        key,
+        "--db"
+            | "-d"
+            | "--timeout"
+            | "-t"
+            | "--private-key"
+            | "-p"
+            | "--certificate"
+            | "-c"
+            | "--ca-cert"
+            | "-C"
+    )
+}
+
+/// The argument of `key`, which must have one.
+fn required(key: &str, value: Option<String>) -> Result<String> {
+    match value {
+        Some(v) => Ok(v),
+        None => bail!("option '{key}' requires an argument"),
+    }
+}
+
 /// Parses the whole argument list (without the program name).
 pub fn parse(args: &[String]) -> Result<(Global, Vec<Command>)> {
     let mut global = Global::default();
@@ -85,13 +118,16 @@ pub fn parse(args: &[String]) -> Result<(Global, Vec<Command>)> {
     while i < args.len() && args[i].starts_with('-') && args[i] != "--" {
         let (key, mut value) = split_option(&args[i]);
         // Options with a required argument also take it as the next word (getopt).
-        if value.is_none() && matches!(key.as_str(), "--db" | "-d" | "--timeout" | "-t") {
+        if value.is_none() && takes_argument(&key) {
             i += 1;
             value = args.get(i).cloned();
         }
         match key.as_str() {
             "--db" | "-d" => global.db = value,
             "--timeout" | "-t" => global.timeout = parse_timeout(value.as_deref())?,
+            "--private-key" | "-p" => global.private_key = Some(required(&key, value)?),
+            "--certificate" | "-c" => global.certificate = Some(required(&key, value)?),
+            "--ca-cert" | "-C" => global.ca_cert = Some(required(&key, value)?),
             "--leader-only" => global.leader_only = true,
             "--no-leader-only" => global.leader_only = false,
             "--shuffle-remotes" => global.shuffle = true,

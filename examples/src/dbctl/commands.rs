@@ -3,10 +3,13 @@
 //! schema alone. Behaviour and messages follow OVS's `lib/db-ctl-base.c`.
 
 use super::cli::{check_args, Command};
-use super::datum::{atom_from_string, parse_token, Atom, Datum, Symtab};
 use super::idl::{Db, Row};
+use super::notation::{
+    atom_from_string, parse_token, value_from_text, AtomText, Symtab, ValueText,
+};
 use super::schema::{max_of, Column, ColumnType, SchemaExt, Table, TableExt};
 use anyhow::{anyhow, bail, Result};
+use ovsdb::{Map, Set, Value};
 use std::cmp::Ordering;
 
 /// A column that names the rows of a table on the command line (`ovs-vsctl(8)` "Identifying
@@ -99,8 +102,7 @@ pub fn get_row(ctx: &mut Ctx, table: &str, id: &str, must_exist: bool) -> Result
         for row in &rows {
             if row
                 .get(rid.name_column)
-                .keys
-                .iter()
+                .keys()
                 .any(|k| k.as_str() == Some(id))
             {
                 if found.is_some() {
@@ -114,7 +116,7 @@ pub fn get_row(ctx: &mut Ctx, table: &str, id: &str, must_exist: bool) -> Result
         }
     }
     if partial_uuid_len(&lower) >= 4 {
-        let matches: Vec<&&Row> = rows.iter().filter(|r| r.uuid.starts_with(&lower)).collect();
+        let matches: Vec<&Row> = rows.iter().filter(|r| r.uuid.starts_with(&lower)).collect();
         match matches.as_slice() {
             [one] => return Ok(Some(one.uuid.clone())),
             [a, b, ..] => bail!(
@@ -232,19 +234,18 @@ const RELOPS: &[&str] = &[
     "{not-in}",
 ];
 
-fn includes_all(a: &Datum, b: &Datum) -> bool {
-    a.keys
-        .iter()
-        .enumerate()
-        .all(|(i, k)| match (&a.values, b.get(k)) {
-            (Some(av), Some(bv)) => av[i].cmp3(bv) == Ordering::Equal,
-            (None, _) => b.contains(k),
-            _ => false,
-        })
+/// `ovsdb_datum_includes_all()`: every element (pair, for a map) of `a` is in `b`.
+fn includes_all(a: &Value, b: &Value) -> bool {
+    match a {
+        Value::Set(set) => set.iter().all(|k| b.contains_key(k)),
+        Value::Map(map) => map
+            .iter()
+            .all(|(k, v)| b.as_map().and_then(|m| m.get(k)) == Some(v)),
+    }
 }
 
-fn evaluate(op: &str, a: &Datum, b: &Datum) -> bool {
-    let c = a.cmp3(b);
+fn evaluate(op: &str, a: &Value, b: &Value) -> bool {
+    let c = a.compare_3way(b);
     match op {
         "=" | "{=}" => c == Ordering::Equal,
         "!=" | "{!=}" => c != Ordering::Equal,
@@ -256,7 +257,7 @@ fn evaluate(op: &str, a: &Datum, b: &Datum) -> bool {
         "{>}" => a.len() > b.len() && includes_all(b, a),
         "{<=}" | "{in}" => includes_all(a, b),
         "{>=}" => includes_all(b, a),
-        _ => a.keys.iter().all(|k| !b.contains(k)),
+        _ => a.keys().all(|k| !b.contains_key(k)),
     }
 }
 
@@ -282,15 +283,15 @@ fn check_condition(ctx: &mut Ctx, table: &Table, row: &Row, arg: &str) -> Result
                 min: 0,
                 max: None,
             };
-            let want = Datum::from_text(&want_ty, &value, &mut ctx.symtab)?;
-            match have.get(&key) {
-                Some(v) => Ok(evaluate(op, &Datum::single(v.clone()), &want)),
-                None if op.starts_with('{') => Ok(evaluate(op, &Datum::default(), &want)),
+            let want = value_from_text(&want_ty, &value, &mut ctx.symtab)?;
+            match have.as_map().and_then(|m| m.get(&key)) {
+                Some(v) => Ok(evaluate(op, &Value::scalar(v.clone()), &want)),
+                None if op.starts_with('{') => Ok(evaluate(op, &Value::default(), &want)),
                 None => Ok(false),
             }
         }
         None => {
-            let want = Datum::from_text(&ckv.column.type_, &value, &mut ctx.symtab)?;
+            let want = value_from_text(&ckv.column.type_, &value, &mut ctx.symtab)?;
             Ok(evaluate(op, have, &want))
         }
     }
@@ -303,11 +304,11 @@ fn cmd_list(ctx: &mut Ctx, cmd: &Command, find: bool) -> Result<()> {
     if !find && cmd.args.len() > 1 {
         for id in &cmd.args[1..] {
             if let Some(u) = get_row(ctx, &table.name, id, !cmd.has("--if-exists"))? {
-                rows.push(ctx.db.row(&table.name, &u)?.clone());
+                rows.push(ctx.db.row(&table.name, &u)?);
             }
         }
     } else {
-        let all: Vec<Row> = ctx.db.rows(&table.name)?.into_iter().cloned().collect();
+        let all: Vec<Row> = ctx.db.rows(&table.name)?;
         'rows: for row in all {
             if find {
                 for cond in &cmd.args[1..] {
@@ -339,7 +340,7 @@ fn cmd_get(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         }
         ctx.symtab.symbols.insert(id.to_owned(), uuid.clone());
     }
-    let row = ctx.db.row(&table.name, &uuid)?.clone();
+    let row = ctx.db.row(&table.name, &uuid)?;
     for arg in &cmd.args[2..] {
         if arg.eq_ignore_ascii_case("_uuid") || arg.eq_ignore_ascii_case("-uuid") {
             ctx.out.push_str(&format!("{uuid}\n"));
@@ -356,7 +357,7 @@ fn cmd_get(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             };
             let k = atom_from_string(&ckv.column.type_.key, &key, &mut ctx.symtab)?;
             // `get` prints the text form even under --bare, as db-ctl-base does.
-            match datum.get(&k) {
+            match datum.as_map().and_then(|m| m.get(&k)) {
                 Some(v) => ctx.out.push_str(&v.to_text()),
                 None if must_exist => bail!(
                     "no key \"{key}\" in {} record \"{}\" column {}",
@@ -399,16 +400,12 @@ pub fn set_column(
             };
             let k = atom_from_string(&col.type_.key, &key, &mut ctx.symtab)?;
             let v = atom_from_string(vt, &value, &mut ctx.symtab)?;
-            let mut pairs: Vec<(Atom, Atom)> = vec![(k.clone(), v)];
-            let old = ctx.db.row(&table.name, uuid)?.get(&col.name).clone();
-            pairs.extend(
-                old.pairs()
-                    .filter(|(ok, _)| **ok != k)
-                    .map(|(a, b)| (a.clone(), b.clone())),
-            );
-            Datum::map(pairs)
+            let old = ctx.db.row(&table.name, uuid)?;
+            let mut map = old.get(&col.name).as_map().cloned().unwrap_or_default();
+            map.insert(k, v);
+            Value::Map(map)
         }
-        None => Datum::from_text(&col.type_, &value, &mut ctx.symtab)?,
+        None => value_from_text(&col.type_, &value, &mut ctx.symtab)?,
     };
     ctx.db.set(&table.name, uuid, &col.name, datum)
 }
@@ -459,7 +456,7 @@ fn cmd_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     add_ty.max = None;
     let mut datum = ctx.db.row(&table.name, &uuid)?.get(&col.name).clone();
     for arg in &cmd.args[3..] {
-        let add = Datum::from_text(&add_ty, arg, &mut ctx.symtab)?;
+        let add = value_from_text(&add_ty, arg, &mut ctx.symtab)?;
         datum = union(&datum, &add);
     }
     if datum.len() as u64 > max_of(&col.type_) {
@@ -472,19 +469,18 @@ fn cmd_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 }
 
 /// Union of two values; for maps, keys already in `a` keep their value.
-fn union(a: &Datum, b: &Datum) -> Datum {
-    match (&a.values, &b.values) {
-        (Some(_), Some(_)) => {
-            let mut pairs: Vec<(Atom, Atom)> =
-                a.pairs().map(|(k, v)| (k.clone(), v.clone())).collect();
-            pairs.extend(
-                b.pairs()
-                    .filter(|(k, _)| !a.contains(k))
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
-            Datum::map(pairs)
+fn union(a: &Value, b: &Value) -> Value {
+    match b {
+        Value::Map(b) => {
+            let mut union = a.as_map().cloned().unwrap_or_default();
+            for (k, v) in b.iter() {
+                if union.get(k).is_none() {
+                    union.insert(k.clone(), v.clone());
+                }
+            }
+            Value::Map(union)
         }
-        _ => Datum::set(a.keys.iter().chain(&b.keys).cloned().collect()),
+        _ => Value::Set(a.keys().chain(b.keys()).cloned().collect()),
     }
 }
 
@@ -498,7 +494,7 @@ fn cmd_remove(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     rm_ty.min = 0;
     rm_ty.max = None;
     for arg in &cmd.args[3..] {
-        let by_pair = Datum::from_text(&rm_ty, arg, &mut ctx.symtab);
+        let by_pair = value_from_text(&rm_ty, arg, &mut ctx.symtab);
         let (rm, keys_only) = match (by_pair, &col.type_.value) {
             (Ok(d), _) => (d, false),
             (Err(e), None) => return Err(e),
@@ -508,7 +504,7 @@ fn cmd_remove(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
                     ..rm_ty.clone()
                 };
                 (
-                    Datum::from_text(&key_ty, arg, &mut ctx.symtab).map_err(|_| e)?,
+                    value_from_text(&key_ty, arg, &mut ctx.symtab).map_err(|_| e)?,
                     true,
                 )
             }
@@ -524,19 +520,26 @@ fn cmd_remove(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     ctx.db.set(&table.name, &uuid, &col.name, datum)
 }
 
-fn subtract(a: &Datum, b: &Datum, keys_only: bool) -> Datum {
-    match &a.values {
-        Some(_) => Datum::map(
-            a.pairs()
-                .filter(|(k, v)| match b.get(k) {
-                    _ if keys_only => !b.contains(k),
-                    Some(bv) => bv.cmp3(v) != Ordering::Equal,
+/// `a` without the elements of `b`; for maps, without the pairs of `b` (or, with
+/// `keys_only`, without the keys `b` holds as a set).
+fn subtract(a: &Value, b: &Value, keys_only: bool) -> Value {
+    match a {
+        Value::Map(map) => Value::Map(
+            map.iter()
+                .filter(|(k, v)| match b.as_map().and_then(|m| m.get(k)) {
+                    _ if keys_only => !b.contains_key(k),
+                    Some(bv) => bv != *v,
                     None => true,
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+                .collect::<Map>(),
         ),
-        None => Datum::set(a.keys.iter().filter(|k| !b.contains(k)).cloned().collect()),
+        Value::Set(set) => Value::Set(
+            set.iter()
+                .filter(|k| !b.contains_key(k))
+                .cloned()
+                .collect::<Set>(),
+        ),
     }
 }
 
@@ -553,7 +556,7 @@ fn cmd_clear(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             );
         }
         ctx.db
-            .set(&table.name, &uuid, &col.name, Datum::empty(&col.type_))?;
+            .set(&table.name, &uuid, &col.name, col.type_.empty_value())?;
     }
     Ok(())
 }

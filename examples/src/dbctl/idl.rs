@@ -1,88 +1,58 @@
-//! An in-memory replica of the tables one run of a tool touches, plus the transaction that
-//! run builds — a small cousin of OVS's IDL.
+//! The tables one run of a tool touches, plus the transaction that run builds — a small
+//! cousin of OVS's IDL, on the `ovsdb` crate's replica.
 //!
-//! Tables are fetched on first use with a one-shot `monitor` (initial rows only), rows are
-//! kept in the order the C IDL would iterate them (see [`super::order`]), and every change
-//! a command makes is applied to the replica at once, so chained commands (`ls-add a --
-//! lsp-add a p`) see each other's effects. [`Db::commit`] turns the changes into one
-//! `transact`: new rows are `insert`ed under a `uuid-name`, changed columns `update`d by
-//! `_uuid`, removed rows `delete`d by `_uuid`.
+//! Tables are fetched on first use with a one-shot `monitor_cond` (initial rows only),
+//! decoded by the crate ([`TableUpdates2`]) and kept in its replica ([`Writer`]/[`Store`]).
+//! What this module adds is what the crate's replica has no notion of: the order the C IDL
+//! iterates rows in, which the C tools print in (the store keeps rows sorted by uuid; the
+//! order comes from [`ovsdb::cache::order::idl_order`] over the reply's text order), and
+//! this run's pending changes, kept beside the replica and shown through it, so chained
+//! commands (`ls-add a -- lsp-add a p`) see each other's effects. [`Db::commit`] turns the
+//! changes into one `transact`: new rows are `insert`ed under a UUID chosen here, changed
+//! columns `update`d by `_uuid`, removed rows `delete`d by `_uuid`.
 
-use super::datum::{new_uuid, Atom, Datum};
-use super::order::idl_order;
-use super::schema::{AtomicType, ColumnType, Schema, SchemaExt, TableExt};
+use super::notation::new_uuid;
+use super::schema::{Schema, SchemaExt, TableExt};
 use anyhow::{anyhow, bail, Result};
+use ovsdb::cache::order::idl_order;
+use ovsdb::cache::{Store, Writer};
 use ovsdb::client::OneshotConnection;
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::{json, Map, Value};
+use ovsdb::update::{RowUpdate, TableUpdate, TableUpdates, TableUpdates2};
+use ovsdb::{Atom, Set, Uuid, Value};
+use serde_json::{json, Map, Value as Json};
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fmt;
+use std::sync::Arc;
 
-/// A JSON object decoded with its members in text order.
-#[derive(Debug)]
-struct Ordered<T>(Vec<(String, T)>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Ordered<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
-                while let Some((k, v)) = map.next_entry()? {
-                    out.push((k, v));
-                }
-                Ok(Ordered(out))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
-    }
-}
-
-/// A `<row-update>` of a monitor reply.
-#[derive(Debug, serde::Deserialize)]
-struct RowUpdate {
-    #[serde(alias = "new")]
-    initial: Option<Map<String, Value>>,
-}
-
-/// One row: its UUID and every column's value.
+/// One row as this run sees it: its UUID and its columns (fetched, then written).
 #[derive(Debug, Clone)]
 pub struct Row {
     pub uuid: String,
-    pub cols: HashMap<String, Datum>,
+    pub cols: Arc<ovsdb::Row>,
 }
 
-static EMPTY: Datum = Datum {
-    keys: Vec::new(),
-    values: None,
-};
+static EMPTY: Value = Value::Set(Set::new());
 
 impl Row {
     /// The value of `col` (empty if the column is unknown).
-    pub fn get(&self, col: &str) -> &Datum {
+    pub fn get(&self, col: &str) -> &Value {
         self.cols.get(col).unwrap_or(&EMPTY)
     }
 
     /// A string column's value ("" when empty).
     pub fn str(&self, col: &str) -> &str {
-        self.get(col).first_str().unwrap_or("")
+        self.get(col).as_str().unwrap_or("")
     }
 
     /// A string-to-string map column's entry.
     pub fn map_get(&self, col: &str, key: &str) -> Option<&str> {
-        self.get(col).get_str(key)
+        self.get(col).as_map()?.get_str(key)?.as_str()
     }
 
     /// The UUIDs of a reference column.
     pub fn refs(&self, col: &str) -> Vec<String> {
         self.get(col)
-            .keys
-            .iter()
-            .filter_map(|a| a.as_str().map(str::to_owned))
+            .keys()
+            .filter_map(|a| a.as_uuid().map(|u| u.to_string()))
             .collect()
     }
 }
@@ -91,7 +61,6 @@ impl Row {
 struct TableData {
     /// Row UUIDs in iteration order; rows inserted by this run go last.
     order: Vec<String>,
-    rows: HashMap<String, Row>,
     /// The columns fetched for every row, or `None` when all were. Lookups by name fetch
     /// only the name column of a big table (as the C tools' "pre" phase does); rows then
     /// used are completed one by one ([`Db::get`]).
@@ -100,44 +69,39 @@ struct TableData {
     filled: HashSet<String>,
 }
 
+/// Per table to fetch, the columns it then holds (`None`: all).
+type FetchPlan = Vec<(String, Option<BTreeSet<String>>)>;
+
 /// The replica plus pending changes.
 #[derive(Debug)]
 pub struct Db {
     pub schema: Schema,
     conn: OneshotConnection,
+    /// Rows as the server sent them.
+    replica: Writer,
+    store: Store,
     tables: HashMap<String, TableData>,
+    /// Column values this run wrote, per `(table, uuid)`; every column of a row it inserted.
+    written: HashMap<(String, String), ovsdb::Row>,
     inserted: Vec<(String, String)>,
     modified: BTreeSet<(String, String, String)>,
     deleted: Vec<(String, String)>,
     monitor_id: u64,
 }
 
-/// The default value of a column (RFC 7047 §5.1: empty unless `min` is 1).
-fn default_datum(ty: &ColumnType) -> Datum {
-    if ty.min == 0 {
-        return Datum::empty(ty);
-    }
-    let atom = |t: AtomicType| match t {
-        AtomicType::Integer => Atom::Integer(0),
-        AtomicType::Real => Atom::Real(0.0),
-        AtomicType::Boolean => Atom::Boolean(false),
-        AtomicType::String => Atom::String(String::new()),
-        AtomicType::Uuid => Atom::Uuid("00000000-0000-0000-0000-000000000000".into()),
-    };
-    match &ty.value {
-        Some(v) => Datum::map(vec![(atom(ty.key.atom_type), atom(v.atom_type))]),
-        None => Datum::single(atom(ty.key.atom_type)),
-    }
-}
-
 impl Db {
     /// Fetches the schema of `db_name` over `conn`.
     pub fn open(mut conn: OneshotConnection, db_name: &str) -> Result<Db> {
         let (schema, _) = conn.get_schema(db_name)?;
+        let replica = Writer::new(Arc::new(schema.clone()));
+        let store = replica.store();
         Ok(Db {
             schema,
             conn,
+            replica,
+            store,
             tables: HashMap::new(),
+            written: HashMap::new(),
             inserted: Vec::new(),
             modified: BTreeSet::new(),
             deleted: Vec::new(),
@@ -170,9 +134,14 @@ impl Db {
         }
     }
 
-    fn fetch(&mut self, wanted: &[(&str, Option<Vec<String>>)]) -> Result<()> {
+    /// The `monitor_cond` request for what of `wanted` is missing, and per table the
+    /// columns it will then hold (`None`: all).
+    fn plan(
+        &self,
+        wanted: &[(&str, Option<Vec<String>>)],
+    ) -> Result<(Map<String, Json>, FetchPlan)> {
         let mut requests = Map::new();
-        let mut plan: Vec<(String, Option<BTreeSet<String>>)> = Vec::new();
+        let mut plan = Vec::new();
         for (t, want) in wanted {
             if self.has_columns(t, want) {
                 continue;
@@ -202,101 +171,115 @@ impl Db {
             );
             plan.push(((*t).to_owned(), columns));
         }
+        Ok((requests, plan))
+    }
+
+    fn fetch(&mut self, wanted: &[(&str, Option<Vec<String>>)]) -> Result<()> {
+        let (requests, plan) = self.plan(wanted)?;
         if plan.is_empty() {
             return Ok(());
         }
-        // `monitor_cond` (update2 notation), as the C IDL uses: its initial rows come in
-        // UUID order, which the row-order replay starts from.
+        // `monitor_cond` (update2 notation), as the C IDL uses.
         self.monitor_id += 1;
         let params = json!([self.schema.name, self.monitor_id, requests]);
         let raw = self.conn.call("monitor_cond", &params)?;
-        let mut updates: Ordered<Ordered<RowUpdate>> = serde_json::from_str(raw.get())?;
-        for (t, columns) in plan {
-            let rows = updates
-                .0
-                .iter()
-                .position(|(name, _)| *name == t)
-                .map(|i| updates.0.swap_remove(i).1 .0)
-                .unwrap_or_default();
-            let mut data = self.absorb(&t, rows, columns.as_ref())?;
-            if let Some(old) = self.tables.remove(&t) {
-                self.merge_pending(&t, &mut data, old);
-            }
+        let updates = TableUpdates2::from_str(raw.get(), &self.schema)?;
+        // The C IDL's order derives from the order of the reply's text, which the crate
+        // keeps and its store does not.
+        let mut orders: HashMap<&str, Vec<String>> = HashMap::new();
+        for update in &updates.tables {
+            let uuids: Vec<Uuid> = update.rows.iter().map(|(u, _)| *u).collect();
+            let order = idl_order(&uuids).into_iter();
+            orders.insert(&update.table, order.map(|i| uuids[i].to_string()).collect());
+        }
+        let mut fetched: Vec<(String, Vec<String>)> = plan
+            .iter()
+            .map(|(t, _)| (t.clone(), orders.remove(t.as_str()).unwrap_or_default()))
+            .collect();
+        drop(orders);
+        self.replica.apply_update2(updates)?;
+        for ((t, columns), (_, order)) in plan.into_iter().zip(fetched.drain(..)) {
+            let old = self.tables.remove(&t).unwrap_or_default();
+            let known: HashSet<&String> = order.iter().collect();
+            // Rows this run inserted stay, after the fetched ones.
+            let kept = old.order.iter().filter(|u| !known.contains(u)).cloned();
+            let order: Vec<String> = order.iter().cloned().chain(kept).collect();
+            let data = TableData {
+                order: order
+                    .into_iter()
+                    .filter(|u| !self.is_deleted(&t, u))
+                    .collect(),
+                columns,
+                filled: old.filled,
+            };
             self.tables.insert(t, data);
         }
         Ok(())
     }
 
-    /// Re-applies what this run already did to a table that was fetched again with more
-    /// columns: known column values (fetched or written) win, inserted rows stay, deleted
-    /// rows stay gone.
-    fn merge_pending(&self, table: &str, data: &mut TableData, old: TableData) {
-        for (u, old_row) in old.rows {
-            match data.rows.get_mut(&u) {
-                Some(row) => row.cols.extend(old_row.cols),
-                None => {
-                    data.order.push(u.clone());
-                    data.rows.insert(u, old_row);
-                }
-            }
-        }
-        for (t, u) in &self.deleted {
-            if t == table && data.rows.remove(u).is_some() {
-                data.order.retain(|x| x != u);
-            }
-        }
-        data.filled.extend(old.filled);
+    fn is_deleted(&self, table: &str, uuid: &str) -> bool {
+        self.deleted.iter().any(|(t, u)| t == table && u == uuid)
     }
 
-    fn absorb(
-        &self,
-        tname: &str,
-        rows: Vec<(String, RowUpdate)>,
-        only: Option<&BTreeSet<String>>,
-    ) -> Result<TableData> {
-        let table = self.schema.table_or_err(tname)?;
-        let uuids: Vec<&str> = rows.iter().map(|(u, _)| u.as_str()).collect();
-        let order = idl_order(&uuids);
-        let mut data = TableData {
-            columns: only.cloned(),
-            ..TableData::default()
-        };
-        let mut decoded: Vec<Option<Row>> = Vec::with_capacity(rows.len());
-        for (uuid, update) in rows {
-            let new = update.initial.unwrap_or_default();
-            let mut cols = HashMap::with_capacity(table.columns.len());
-            for (cname, col) in &table.columns {
-                if only.is_some_and(|o| !o.contains(cname)) {
-                    continue;
-                }
-                let datum = match new.get(cname) {
-                    Some(j) => Datum::from_json(&col.type_, j)
-                        .map_err(|e| anyhow!("{tname}.{cname} of {uuid}: {e}"))?,
-                    None => default_datum(&col.type_),
-                };
-                cols.insert(cname.clone(), datum);
-            }
-            decoded.push(Some(Row { uuid, cols }));
+    fn is_inserted(&self, table: &str, uuid: &str) -> bool {
+        self.inserted.iter().any(|(t, u)| t == table && u == uuid)
+    }
+
+    fn fetched(&self, table: &str, uuid: &str) -> Option<Arc<ovsdb::Row>> {
+        self.store.get(table, &uuid.parse().ok()?)
+    }
+
+    /// Whether this run sees the row (fetched or inserted, not deleted).
+    fn exists(&self, table: &str, uuid: &str) -> bool {
+        self.tables.contains_key(table)
+            && !self.is_deleted(table, uuid)
+            && (self
+                .written
+                .contains_key(&(table.to_owned(), uuid.to_owned()))
+                || self.fetched(table, uuid).is_some())
+    }
+
+    /// The row as this run sees it: as fetched, with the default-valued columns the
+    /// reply leaves out put back, then what this run wrote.
+    fn view(&self, table: &str, uuid: &str) -> Option<Row> {
+        if !self.exists(table, uuid) {
+            return None;
         }
-        for i in order {
-            if let Some(row) = decoded[i].take() {
-                data.order.push(row.uuid.clone());
-                data.rows.insert(row.uuid.clone(), row);
+        let data = &self.tables[table];
+        let written = self.written.get(&(table.to_owned(), uuid.to_owned()));
+        let mut cols = self.fetched(table, uuid).unwrap_or_default();
+        let schema_table = self.schema.tables.get(table)?;
+        let complete = data.columns.is_none() || data.filled.contains(uuid);
+        let held = |c: &String| complete || data.columns.as_ref().is_some_and(|k| k.contains(c));
+        let missing: Vec<_> = (schema_table.columns.iter())
+            .filter(|(c, _)| !cols.contains(c) && held(c))
+            .collect();
+        // Copy the shared row only when something is to be added to it.
+        if written.is_some() || !missing.is_empty() {
+            let row = Arc::make_mut(&mut cols);
+            for (c, col) in missing {
+                row.insert(c.clone(), col.type_.default_value());
+            }
+            for (c, v) in written.into_iter().flatten() {
+                row.insert(c.clone(), v.clone());
             }
         }
-        Ok(data)
+        Some(Row {
+            uuid: uuid.to_owned(),
+            cols,
+        })
     }
 
     /// Completes one row of a partially fetched table with all its columns (one `select`
-    /// by `_uuid`), keeping values this run already knows.
+    /// by `_uuid`), keeping values this run wrote.
     fn fill_row(&mut self, table: &str, uuid: &str) -> Result<()> {
         let Some(data) = self.tables.get(table) else {
             return Ok(());
         };
-        if data.columns.is_none() || data.filled.contains(uuid) || !data.rows.contains_key(uuid) {
+        if data.columns.is_none() || data.filled.contains(uuid) || !self.exists(table, uuid) {
             return Ok(());
         }
-        if self.inserted.iter().any(|(t, u)| t == table && u == uuid) {
+        if self.is_inserted(table, uuid) {
             return Ok(());
         }
         let op =
@@ -307,50 +290,64 @@ impl Db {
             .and_then(|r| r["rows"].get(0))
             .cloned()
             .unwrap_or_default();
-        let schema_table = self.schema.table_or_err(table)?.clone();
-        let data = self.tables.get_mut(table).expect("checked above");
-        let row = data.rows.get_mut(uuid).expect("checked above");
+        let schema_table = self.schema.table_or_err(table)?;
+        let mut row = ovsdb::Row::new();
         for (cname, col) in &schema_table.columns {
-            if row.cols.contains_key(cname) {
-                continue;
+            if let Some(j) = fetched.get(cname) {
+                row.insert(cname.clone(), Value::from_json_typed(j, &col.type_)?);
             }
-            let datum = match fetched.get(cname) {
-                Some(j) => Datum::from_json(&col.type_, j)?,
-                None => default_datum(&col.type_),
-            };
-            row.cols.insert(cname.clone(), datum);
         }
-        data.filled.insert(uuid.to_owned());
+        // An RFC 7047 `update` modify: the fetched columns merge into the replica's row.
+        let merge = RowUpdate {
+            old: Some(ovsdb::Row::new()),
+            new: Some(row),
+        };
+        let update = TableUpdate {
+            table: Arc::from(table),
+            rows: vec![(uuid.parse()?, merge)],
+        };
+        self.replica.apply_update(TableUpdates {
+            tables: vec![update],
+        })?;
+        if let Some(data) = self.tables.get_mut(table) {
+            data.filled.insert(uuid.to_owned());
+        }
         Ok(())
     }
 
     /// Rows of `table` in the C tools' iteration order, holding at least `columns`
     /// (others may be missing: use [`Db::get`] for a whole row).
-    pub fn index_rows(&mut self, table: &str, columns: &[&str]) -> Result<Vec<&Row>> {
+    pub fn index_rows(&mut self, table: &str, columns: &[&str]) -> Result<Vec<Row>> {
         self.load_columns(table, columns)?;
-        let data = &self.tables[table];
-        Ok(data.order.iter().filter_map(|u| data.rows.get(u)).collect())
+        Ok(self.ordered(table))
     }
 
     /// Rows of `table` in the C tools' iteration order.
-    pub fn rows(&mut self, table: &str) -> Result<Vec<&Row>> {
+    pub fn rows(&mut self, table: &str) -> Result<Vec<Row>> {
         self.load(&[table])?;
+        Ok(self.ordered(table))
+    }
+
+    fn ordered(&self, table: &str) -> Vec<Row> {
         let data = &self.tables[table];
-        Ok(data.order.iter().filter_map(|u| data.rows.get(u)).collect())
+        data.order
+            .iter()
+            .filter_map(|u| self.view(table, u))
+            .collect()
     }
 
     /// The row of `table` with `uuid`, if present.
-    pub fn get(&mut self, table: &str, uuid: &str) -> Result<Option<&Row>> {
+    pub fn get(&mut self, table: &str, uuid: &str) -> Result<Option<Row>> {
         if self.tables.contains_key(table) {
             self.fill_row(table, uuid)?;
         } else {
             self.load(&[table])?;
         }
-        Ok(self.tables[table].rows.get(uuid))
+        Ok(self.view(table, uuid))
     }
 
     /// Like [`Db::get`] for a row known to exist.
-    pub fn row(&mut self, table: &str, uuid: &str) -> Result<&Row> {
+    pub fn row(&mut self, table: &str, uuid: &str) -> Result<Row> {
         self.get(table, uuid)?
             .ok_or_else(|| anyhow!("{table} row {uuid} vanished"))
     }
@@ -363,42 +360,36 @@ impl Db {
     /// Inserts a row under a given provisional UUID (e.g. one an `@name` symbol stands for).
     pub fn insert_with_uuid(&mut self, table: &str, uuid: String) -> Result<String> {
         // No need to fetch anything to add a row: an unfetched table starts as a partial
-        // one with no columns, and later fetches merge the new row in.
-        if !self.tables.contains_key(table) {
-            let empty = TableData {
-                columns: Some(BTreeSet::new()),
-                ..TableData::default()
-            };
-            self.tables.insert(table.to_owned(), empty);
-        }
+        // one with no columns, and later fetches keep the new row.
         let t = self.schema.table_or_err(table)?;
-        let cols = t
+        let cols: ovsdb::Row = t
             .columns
             .iter()
-            .map(|(n, c)| (n.clone(), default_datum(&c.type_)))
+            .map(|(n, c)| (n.clone(), c.type_.default_value()))
             .collect();
-        let data = self.tables.get_mut(table).expect("loaded above");
+        let data = self
+            .tables
+            .entry(table.to_owned())
+            .or_insert_with(|| TableData {
+                columns: Some(BTreeSet::new()),
+                ..TableData::default()
+            });
         data.order.push(uuid.clone());
-        data.rows.insert(
-            uuid.clone(),
-            Row {
-                uuid: uuid.clone(),
-                cols,
-            },
-        );
+        self.written.insert((table.to_owned(), uuid.clone()), cols);
         self.inserted.push((table.to_owned(), uuid.clone()));
         Ok(uuid)
     }
 
     /// Writes `datum` into `col` of a row.
-    pub fn set(&mut self, table: &str, uuid: &str, col: &str, datum: Datum) -> Result<()> {
+    pub fn set(&mut self, table: &str, uuid: &str, col: &str, datum: Value) -> Result<()> {
         self.schema.table_or_err(table)?.column_or_err(col)?;
-        let row = self
-            .tables
-            .get_mut(table)
-            .and_then(|t| t.rows.get_mut(uuid))
-            .ok_or_else(|| anyhow!("{table} row {uuid} not found"))?;
-        row.cols.insert(col.to_owned(), datum);
+        if !self.exists(table, uuid) {
+            bail!("{table} row {uuid} not found");
+        }
+        self.written
+            .entry((table.to_owned(), uuid.to_owned()))
+            .or_default()
+            .insert(col.to_owned(), datum);
         self.modified
             .insert((table.to_owned(), uuid.to_owned(), col.to_owned()));
         Ok(())
@@ -406,34 +397,39 @@ impl Db {
 
     /// Adds `atom` to a set column.
     pub fn set_add(&mut self, table: &str, uuid: &str, col: &str, atom: Atom) -> Result<()> {
-        let mut d = self.row(table, uuid)?.get(col).clone();
-        d.keys.push(atom);
-        self.set(table, uuid, col, Datum::set(d.keys))
+        let mut set = self.set_column(table, uuid, col)?;
+        set.insert(atom);
+        self.set(table, uuid, col, Value::Set(set))
     }
 
     /// Removes `atom` from a set column.
     pub fn set_remove(&mut self, table: &str, uuid: &str, col: &str, atom: &Atom) -> Result<()> {
-        let d = self.row(table, uuid)?.get(col).clone();
-        let keys = d.keys.into_iter().filter(|k| k != atom).collect();
-        self.set(table, uuid, col, Datum::set(keys))
+        let mut set = self.set_column(table, uuid, col)?;
+        set.remove(atom);
+        self.set(table, uuid, col, Value::Set(set))
+    }
+
+    /// The value of a set column of a row.
+    fn set_column(&mut self, table: &str, uuid: &str, col: &str) -> Result<Set> {
+        match self.row(table, uuid)?.get(col) {
+            Value::Set(set) => Ok(set.clone()),
+            Value::Map(_) => bail!("{table}.{col} is a map, not a set"),
+        }
     }
 
     /// Deletes a row.
     pub fn delete(&mut self, table: &str, uuid: &str) -> Result<()> {
-        let data = self
-            .tables
-            .get_mut(table)
-            .ok_or_else(|| anyhow!("{table} not loaded"))?;
-        if data.rows.remove(uuid).is_none() {
+        if !self.tables.contains_key(table) {
+            bail!("{table} not loaded");
+        }
+        if !self.exists(table, uuid) {
             bail!("{table} row {uuid} not found");
         }
-        data.order.retain(|u| u != uuid);
+        if let Some(data) = self.tables.get_mut(table) {
+            data.order.retain(|u| u != uuid);
+        }
         self.deleted.push((table.to_owned(), uuid.to_owned()));
         Ok(())
-    }
-
-    fn is_inserted(&self, table: &str, uuid: &str) -> bool {
-        self.inserted.iter().any(|(t, u)| t == table && u == uuid)
     }
 
     /// Sends all pending changes as one transaction. Returns the map from provisional to
@@ -446,13 +442,14 @@ impl Db {
         let mut ops = Vec::new();
         let mut insert_order = Vec::new();
         for (t, u) in &self.inserted {
-            let Some(row) = self.tables[t].rows.get(u) else {
+            let Some(row) = self.view(t, u) else {
                 continue;
             };
             let mut cols = Map::new();
-            for (c, d) in &row.cols {
-                if !d.is_empty() || self.modified.contains(&(t.clone(), u.clone(), c.clone())) {
-                    cols.insert(c.clone(), d.to_json()?);
+            for (c, d) in row.cols.iter() {
+                let written = (t.clone(), u.clone(), c.to_owned());
+                if !d.is_empty() || self.modified.contains(&written) {
+                    cols.insert(c.to_owned(), d.to_json());
                 }
             }
             // The row gets the UUID chosen here (not one the server picks): a retry
@@ -461,16 +458,16 @@ impl Db {
             ops.push(json!({"op": "insert", "table": t, "uuid": u, "row": cols}));
             insert_order.push((ops.len() - 1, u.clone()));
         }
-        let mut updates: HashMap<(&String, &String), Map<String, Value>> = HashMap::new();
+        let mut updates: HashMap<(&String, &String), Map<String, Json>> = HashMap::new();
         for (t, u, c) in &self.modified {
             if self.is_inserted(t, u) {
                 continue;
             }
-            if let Some(row) = self.tables[t].rows.get(u) {
+            if let Some(row) = self.view(t, u) {
                 updates
                     .entry((t, u))
                     .or_default()
-                    .insert(c.clone(), row.get(c).to_json()?);
+                    .insert(c.clone(), row.get(c).to_json());
             }
         }
         let mut updates: Vec<_> = updates.into_iter().collect();
@@ -512,7 +509,7 @@ impl Db {
     pub fn first_insert(&self) -> Option<(String, String)> {
         self.inserted
             .iter()
-            .find(|(t, u)| self.tables[t].rows.contains_key(u))
+            .find(|(t, u)| self.exists(t, u))
             .cloned()
     }
 
@@ -544,7 +541,7 @@ pub enum CommitFailed {
 }
 
 impl CommitFailed {
-    fn from_error(err: &Value) -> CommitFailed {
+    fn from_error(err: &Json) -> CommitFailed {
         let text = transaction_error_text(err);
         match err["error"].as_str() {
             Some("cluster error" | "not leader" | "timed out") => CommitFailed::Cluster(text),
@@ -555,8 +552,8 @@ impl CommitFailed {
 }
 
 /// The C tools print a failed operation as its JSON object with sorted members.
-fn transaction_error_text(err: &Value) -> String {
-    let mut members: Vec<(&String, &Value)> = err.as_object().into_iter().flatten().collect();
+fn transaction_error_text(err: &Json) -> String {
+    let mut members: Vec<(&String, &Json)> = err.as_object().into_iter().flatten().collect();
     members.sort_by(|a, b| a.0.cmp(b.0));
     let body: Vec<String> = members
         .iter()

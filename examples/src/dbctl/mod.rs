@@ -3,8 +3,8 @@
 
 pub mod cli;
 pub mod commands;
-pub mod datum;
 pub mod idl;
+pub mod notation;
 pub mod order;
 pub mod schema;
 
@@ -13,7 +13,7 @@ use cli::Command;
 use commands::{Ctx, RowId};
 use idl::{CommitFailed, Db};
 use ovsdb::client::{
-    connect_cluster, ClusterOptions, Deadline, OneshotConnection, OneshotError, Remote,
+    connect_cluster, ClusterOptions, Deadline, OneshotConnection, OneshotError, Remote, TlsConfig,
 };
 
 /// A tool's specific commands: returns `Ok(false)` for a command it does not know.
@@ -31,6 +31,18 @@ pub struct Tool {
     pub default_remote: &'static str,
     pub row_ids: &'static [RowId],
     pub dispatch: Dispatch,
+}
+
+/// The TLS files of `-p`, `-c` and `-C`, loaded when all three are given and a remote is
+/// `ssl:`: like the C tools, a run on `unix:` or `tcp:` does not care whether they load.
+fn tls_config(global: &cli::Global, remotes: &[Remote]) -> Result<Option<TlsConfig>> {
+    if !remotes.iter().any(Remote::is_tls) {
+        return Ok(None);
+    }
+    match (&global.private_key, &global.certificate, &global.ca_cert) {
+        (Some(key), Some(cert), Some(ca)) => Ok(Some(TlsConfig::from_files(key, cert, ca)?)),
+        _ => Ok(None),
+    }
 }
 
 /// Runs one invocation (arguments without the program name); returns what to print.
@@ -52,6 +64,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
         leader_only: global.leader_only,
         shuffle: global.shuffle,
         deadline: (global.timeout > 0).then(|| Deadline::after_secs(global.timeout)),
+        tls: tls_config(&global, &remotes)?,
     };
     tracing::debug!(%remote, n = commands.len(), "running commands");
     let mut seen = ovsdb::client::Seen::default();
@@ -62,7 +75,7 @@ pub fn run(tool: &Tool, args: &[String]) -> Result<String> {
             // hammered: 10 ms, doubling, at most 640 ms between attempts.
             std::thread::sleep(std::time::Duration::from_millis(10 << retry.min(6)));
         }
-        datum::rewind_uuids();
+        notation::rewind_uuids();
         let conn = connect_cluster(&remotes, tool.database, &options, &mut seen)?;
         match attempt(tool, &global, &commands, conn, unsettled.as_ref()) {
             Ok(Attempt::Done(out)) => return Ok(out),

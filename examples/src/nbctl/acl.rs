@@ -4,9 +4,10 @@
 use super::switch::{by_name_or_uuid, ls_get, lsp_get, LS};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
-use crate::dbctl::datum::{Atom, Datum};
 use crate::dbctl::idl::Row;
+use crate::dbctl::notation::{set_of, uuid_atom};
 use anyhow::{bail, Result};
+use ovsdb::Value;
 use std::cmp::Ordering;
 
 pub const PG: &str = "Port_Group";
@@ -67,13 +68,7 @@ fn parse_priority(arg: &str) -> Result<i64> {
 /// `acl_cmp()`: from-lport first, then higher priority first, then by match.
 fn acl_cmp(a: &Row, b: &Row) -> Ordering {
     let dir = |r: &Row| r.str("direction") != "from-lport";
-    let prio = |r: &Row| {
-        r.get("priority")
-            .keys
-            .first()
-            .and_then(Atom::as_int)
-            .unwrap_or(0)
-    };
+    let prio = |r: &Row| r.get("priority").as_integer().unwrap_or(0);
     dir(a)
         .cmp(&dir(b))
         .then(prio(b).cmp(&prio(a)))
@@ -110,7 +105,7 @@ fn acl_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     }
     for existing in acls_of(ctx, table, &owner)? {
         let same = existing.str("direction") == direction
-            && existing.get("priority").keys.first().and_then(Atom::as_int) == Some(priority)
+            && existing.get("priority").as_integer() == Some(priority)
             && existing.str("match") == matching;
         if same {
             if cmd.has("--may-exist") {
@@ -120,41 +115,35 @@ fn acl_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         }
     }
     let acl = ctx.db.insert(ACL)?;
-    let s = |v: &str| Datum::single(Atom::String(v.to_owned()));
-    ctx.db.set(
-        ACL,
-        &acl,
-        "priority",
-        Datum::single(Atom::Integer(priority)),
-    )?;
+    let s = |v: &str| Value::scalar(v.to_owned());
+    ctx.db.set(ACL, &acl, "priority", Value::scalar(priority))?;
     ctx.db.set(ACL, &acl, "direction", s(direction))?;
     ctx.db.set(ACL, &acl, "match", s(matching))?;
     ctx.db.set(ACL, &acl, "action", s(action))?;
     let (name, meter) = (cmd.option("--name"), cmd.option("--meter"));
     if cmd.has("--log") || severity.is_some() || name.is_some() || meter.is_some() {
-        ctx.db
-            .set(ACL, &acl, "log", Datum::single(Atom::Boolean(true)))?;
+        ctx.db.set(ACL, &acl, "log", Value::scalar(true))?;
     }
     for (col, val) in [("severity", severity), ("name", name), ("meter", meter)] {
         if let Some(v) = val {
             ctx.db.set(ACL, &acl, col, s(v))?;
         }
     }
-    ctx.db.set_add(table, &owner, "acls", Atom::Uuid(acl))
+    ctx.db.set_add(table, &owner, "acls", uuid_atom(&acl)?)
 }
 
 fn acl_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 4)?;
     let (table, owner) = holder(ctx, cmd)?;
     if cmd.args.len() == 1 {
-        return ctx.db.set(table, &owner, "acls", Datum::set(Vec::new()));
+        return ctx.db.set(table, &owner, "acls", Value::empty_set());
     }
     let direction = parse_direction(&cmd.args[1])?;
     let acls = acls_of(ctx, table, &owner)?;
     if cmd.args.len() == 2 {
         for acl in acls.iter().filter(|a| a.str("direction") == direction) {
             ctx.db
-                .set_remove(table, &owner, "acls", &Atom::Uuid(acl.uuid.clone()))?;
+                .set_remove(table, &owner, "acls", &uuid_atom(&acl.uuid.clone())?)?;
         }
         return Ok(());
     }
@@ -163,13 +152,13 @@ fn acl_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         bail!("cannot specify priority without match")
     };
     let victim = acls.iter().find(|a| {
-        a.get("priority").keys.first().and_then(Atom::as_int) == Some(priority)
+        a.get("priority").as_integer() == Some(priority)
             && a.str("match") == matching
             && a.str("direction") == direction
     });
     if let Some(acl) = victim {
         ctx.db
-            .set_remove(table, &owner, "acls", &Atom::Uuid(acl.uuid.clone()))?;
+            .set_remove(table, &owner, "acls", &uuid_atom(&acl.uuid.clone())?)?;
     }
     Ok(())
 }
@@ -180,27 +169,22 @@ fn acl_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     let mut acls = acls_of(ctx, table, &owner)?;
     acls.sort_by(acl_cmp);
     for acl in &acls {
-        let prio = acl
-            .get("priority")
-            .keys
-            .first()
-            .and_then(Atom::as_int)
-            .unwrap_or(0);
+        let prio = acl.get("priority").as_integer().unwrap_or(0);
         let mut line = format!(
             "{:>10} {prio:>5} ({}) {}",
             acl.str("direction"),
             acl.str("match"),
             acl.str("action")
         );
-        if acl.get("log").keys.first() == Some(&Atom::Boolean(true)) {
+        if acl.get("log").as_bool() == Some(true) {
             let mut parts = Vec::new();
-            if let Some(n) = acl.get("name").first_str() {
+            if let Some(n) = acl.get("name").as_str() {
                 parts.push(format!("name={n}"));
             }
-            if let Some(s) = acl.get("severity").first_str() {
+            if let Some(s) = acl.get("severity").as_str() {
                 parts.push(format!("severity={s}"));
             }
-            if let Some(m) = acl.get("meter").first_str() {
+            if let Some(m) = acl.get("meter").as_str() {
                 parts.push(format!("meter=\"{m}\""));
             }
             line.push_str(&format!(" log({})", parts.join(",")));
@@ -211,12 +195,12 @@ fn acl_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     Ok(())
 }
 
-fn port_set(ctx: &mut Ctx, names: &[String]) -> Result<Datum> {
+fn port_set(ctx: &mut Ctx, names: &[String]) -> Result<Value> {
     let mut ports = Vec::new();
     for n in names {
-        ports.push(Atom::Uuid(lsp_get(ctx, n, true)?.expect("must_exist")));
+        ports.push(uuid_atom(&lsp_get(ctx, n, true)?.expect("must_exist"))?);
     }
-    Ok(Datum::set(ports))
+    Ok(set_of(ports))
 }
 
 fn pg_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
@@ -225,8 +209,7 @@ fn pg_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     let name = &cmd.args[0];
     let ports = port_set(ctx, &cmd.args[1..])?;
     let pg = ctx.db.insert(PG)?;
-    ctx.db
-        .set(PG, &pg, "name", Datum::single(Atom::String(name.clone())))?;
+    ctx.db.set(PG, &pg, "name", Value::scalar(name.clone()))?;
     ctx.db.set(PG, &pg, "ports", ports)
 }
 

@@ -4,9 +4,10 @@
 use super::switch::{by_name_or_uuid, ls_get, LS};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
-use crate::dbctl::datum::{Atom, Datum};
 use crate::dbctl::idl::Row;
+use crate::dbctl::notation::{map_of, uuid_atom, AtomText};
 use anyhow::{bail, Result};
+use ovsdb::{Atom, Value};
 use std::net::{IpAddr, SocketAddr};
 
 pub const LB: &str = "Load_Balancer";
@@ -109,8 +110,8 @@ fn lb_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     let vip_key = Atom::String(vip_norm.clone());
     if !cmd.has("--add-duplicate") {
         if let Some(lb) = lb_get(ctx, name, false)? {
-            let row = ctx.db.row(LB, &lb)?.clone();
-            if row.get("vips").contains(&vip_key) && !cmd.has("--may-exist") {
+            let row = ctx.db.row(LB, &lb)?;
+            if row.get("vips").contains_key(&vip_key) && !cmd.has("--may-exist") {
                 bail!("{name}: a load balancer with this vip ({vip_norm}) already exists");
             }
             let mut pairs: Vec<(Atom, Atom)> = row
@@ -121,31 +122,21 @@ fn lb_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
                 .collect();
             pairs.push((vip_key, Atom::String(ips)));
             if let Some(p) = proto {
-                ctx.db.set(
-                    LB,
-                    &lb,
-                    "protocol",
-                    Datum::single(Atom::String(p.to_owned())),
-                )?;
+                ctx.db
+                    .set(LB, &lb, "protocol", Value::scalar(p.to_owned()))?;
             }
-            return ctx.db.set(LB, &lb, "vips", Datum::map(pairs));
+            return ctx.db.set(LB, &lb, "vips", map_of(pairs));
         }
     }
     let lb = ctx.db.insert(LB)?;
-    ctx.db
-        .set(LB, &lb, "name", Datum::single(Atom::String(name.clone())))?;
+    ctx.db.set(LB, &lb, "name", Value::scalar(name.clone()))?;
     let proto = proto.unwrap_or("tcp").to_owned();
+    ctx.db.set(LB, &lb, "protocol", Value::scalar(proto))?;
     ctx.db
-        .set(LB, &lb, "protocol", Datum::single(Atom::String(proto)))?;
-    ctx.db.set(
-        LB,
-        &lb,
-        "vips",
-        Datum::map(vec![(vip_key, Atom::String(ips))]),
-    )?;
+        .set(LB, &lb, "vips", map_of(vec![(vip_key, Atom::String(ips))]))?;
     for (flag, key) in [("--reject", "reject"), ("--event", "event")] {
         if cmd.has(flag) {
-            let opts = Datum::map(vec![(
+            let opts = map_of(vec![(
                 Atom::String(key.into()),
                 Atom::String("true".into()),
             )]);
@@ -164,8 +155,8 @@ fn lb_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         return ctx.db.delete(LB, &lb);
     };
     let key = Atom::String(vip.clone());
-    let row = ctx.db.row(LB, &lb)?.clone();
-    if !row.get("vips").contains(&key) {
+    let row = ctx.db.row(LB, &lb)?;
+    if !row.get("vips").contains_key(&key) {
         if !cmd.has("--if-exists") {
             bail!("vip {vip} is not part of the load balancer.");
         }
@@ -180,7 +171,7 @@ fn lb_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     if pairs.is_empty() {
         return ctx.db.delete(LB, &lb);
     }
-    ctx.db.set(LB, &lb, "vips", Datum::map(pairs))
+    ctx.db.set(LB, &lb, "vips", map_of(pairs))
 }
 
 /// `lb_info_add_smap()`: one load balancer's lines of the `lb-list` table.
@@ -193,7 +184,7 @@ fn lb_lines(lb: &Row, vip_width: usize) -> String {
             continue;
         };
         let proto = match ep {
-            Endpoint::Socket(_) => lb.get("protocol").first_str().unwrap_or("(null)"),
+            Endpoint::Socket(_) => lb.get("protocol").as_str().unwrap_or("(null)"),
             Endpoint::Ip(_) => "",
         };
         let proto: String = proto.chars().take(7).collect();
@@ -218,7 +209,7 @@ fn lb_lines(lb: &Row, vip_width: usize) -> String {
 fn print_lbs(ctx: &mut Ctx, lbs: &[Row]) {
     let vip_width = lbs
         .iter()
-        .flat_map(|lb| lb.get("vips").keys.iter().map(|k| k.to_bare().len()))
+        .flat_map(|lb| lb.get("vips").keys().map(|k| k.to_bare().len()))
         .max()
         .unwrap_or(0);
     let lines: Vec<(String, String)> = lbs
@@ -260,7 +251,6 @@ fn lb_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         .rows(LB)?
         .into_iter()
         .filter(|r| cmd.args.first().is_none_or(|n| r.str("name") == n))
-        .cloned()
         .collect();
     print_lbs(ctx, &lbs);
     Ok(())
@@ -279,12 +269,12 @@ fn attach(ctx: &mut Ctx, cmd: &Command, table: &str, _what: &str) -> Result<()> 
     check_args(cmd, 2, 2)?;
     let owner = holder(ctx, table, &cmd.args[0])?;
     let lb = lb_get(ctx, &cmd.args[1], true)?.expect("must_exist");
-    let atom = Atom::Uuid(lb.clone());
+    let atom = uuid_atom(&lb.clone())?;
     if ctx
         .db
         .row(table, &owner)?
         .get("load_balancer")
-        .contains(&atom)
+        .contains_key(&atom)
     {
         if cmd.has("--may-exist") {
             return Ok(());
@@ -300,15 +290,15 @@ fn detach(ctx: &mut Ctx, cmd: &Command, table: &str, what: &str) -> Result<()> {
     let Some(lb_id) = cmd.args.get(1) else {
         return ctx
             .db
-            .set(table, &owner, "load_balancer", Datum::set(Vec::new()));
+            .set(table, &owner, "load_balancer", Value::empty_set());
     };
     let lb = lb_get(ctx, lb_id, true)?.expect("must_exist");
-    let atom = Atom::Uuid(lb.clone());
+    let atom = uuid_atom(&lb.clone())?;
     if ctx
         .db
         .row(table, &owner)?
         .get("load_balancer")
-        .contains(&atom)
+        .contains_key(&atom)
     {
         return ctx.db.set_remove(table, &owner, "load_balancer", &atom);
     }

@@ -6,9 +6,10 @@ use super::lb::{lr_get, LR};
 use super::switch::{looks_like_uuid, lsp_get, options_map};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
-use crate::dbctl::datum::{Atom, Datum};
 use crate::dbctl::idl::Row;
+use crate::dbctl::notation::{string, uuid_atom};
 use anyhow::{bail, Result};
+use ovsdb::Value;
 
 pub const NAT: &str = "NAT";
 pub const DHCP: &str = "DHCP_Options";
@@ -26,10 +27,6 @@ pub fn run(ctx: &mut Ctx, cmd: &Command) -> Result<bool> {
         _ => return Ok(false),
     }
     Ok(true)
-}
-
-fn string(s: &str) -> Datum {
-    Datum::single(Atom::String(s.to_owned()))
 }
 
 fn check_type(t: &str) -> Result<()> {
@@ -180,21 +177,21 @@ fn nat_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     };
     ctx.db
         .set(NAT, &nat, "options", options_map(&[stateless.to_owned()]))?;
-    ctx.db.set_add(LR, &lr, "nat", Atom::Uuid(nat))
+    ctx.db.set_add(LR, &lr, "nat", uuid_atom(&nat)?)
 }
 
 fn nat_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 3)?;
     let lr = lr_get(ctx, &cmd.args[0], true)?.expect("must_exist");
     let Some(nat_type) = cmd.args.get(1) else {
-        return ctx.db.set(LR, &lr, "nat", Datum::set(Vec::new()));
+        return ctx.db.set(LR, &lr, "nat", Value::empty_set());
     };
     check_type(nat_type)?;
     let all = nats(ctx, &lr)?;
     let Some(ip) = cmd.args.get(2) else {
         for n in all.iter().filter(|n| n.str("type") == nat_type.as_str()) {
             ctx.db
-                .set_remove(LR, &lr, "nat", &Atom::Uuid(n.uuid.clone()))?;
+                .set_remove(LR, &lr, "nat", &uuid_atom(&n.uuid.clone())?)?;
         }
         return Ok(());
     };
@@ -211,7 +208,7 @@ fn nat_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         if n.str("type") == nat_type.as_str() && old.as_deref() == Some(nat_ip.as_str()) {
             return ctx
                 .db
-                .set_remove(LR, &lr, "nat", &Atom::Uuid(n.uuid.clone()));
+                .set_remove(LR, &lr, "nat", &uuid_atom(&n.uuid.clone())?);
         }
     }
     if !cmd.has("--if-exists") {
@@ -230,12 +227,7 @@ fn nat_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     let lr = lr_get(ctx, &cmd.args[0], true)?.expect("must_exist");
     let mut lines = Vec::new();
     for n in nats(ctx, &lr)? {
-        let gw = n
-            .get("gateway_port")
-            .keys
-            .first()
-            .and_then(Atom::as_str)
-            .map(str::to_owned);
+        let gw = n.get("gateway_port").as_uuid().map(|u| u.to_string());
         let gw = match gw {
             Some(u) => ctx
                 .db
@@ -251,8 +243,8 @@ fn nat_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             n.str("external_ip")
         );
         let tail = match (
-            n.get("external_mac").first_str(),
-            n.get("logical_port").first_str(),
+            n.get("external_mac").as_str(),
+            n.get("logical_port").as_str(),
         ) {
             (Some(mac), Some(port)) => format!(
                 "{:<17}{:<20}{:<21}{port}",
@@ -323,7 +315,7 @@ fn dhcp_set_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 fn dhcp_get_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 1)?;
     let d = dhcp_get(ctx, &cmd.args[0], true)?.expect("must_exist");
-    let row = ctx.db.row(DHCP, &d)?.clone();
+    let row = ctx.db.row(DHCP, &d)?;
     for (k, v) in
         crate::dbctl::order::smap_iter_pairs(super::switch::string_pairs(row.get("options")))
     {

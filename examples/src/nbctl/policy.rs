@@ -3,13 +3,14 @@
 
 use super::addr::{normalize_addr, normalize_prefix};
 use super::lb::{lr_get, LR};
-use super::router::{children, string};
+use super::router::children;
 use super::switch::{looks_like_uuid, options_map};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
-use crate::dbctl::datum::{Atom, Datum};
 use crate::dbctl::idl::Row;
+use crate::dbctl::notation::{set_of, string, uuid_atom};
 use anyhow::{bail, Result};
+use ovsdb::{Atom, Value};
 
 pub const POLICY: &str = "Logical_Router_Policy";
 
@@ -33,9 +34,7 @@ pub fn policy_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         bail!("Nexthop is required when action is reroute.");
     }
     for p in children(ctx, &lr, "policies", POLICY)? {
-        if p.get("priority").keys.first().and_then(Atom::as_int) == Some(priority)
-            && p.str("match") == matching
-        {
+        if p.get("priority").as_integer() == Some(priority) && p.str("match") == matching {
             if !cmd.has("--may-exist") {
                 bail!(
                     "Same routing policy already existed on the logical router {}.",
@@ -71,12 +70,8 @@ pub fn policy_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         }
     }
     let policy = ctx.db.insert(POLICY)?;
-    ctx.db.set(
-        POLICY,
-        &policy,
-        "priority",
-        Datum::single(Atom::Integer(priority)),
-    )?;
+    ctx.db
+        .set(POLICY, &policy, "priority", Value::scalar(priority))?;
     ctx.db.set(POLICY, &policy, "match", string(matching))?;
     ctx.db.set(POLICY, &policy, "action", string(action))?;
     if reroute {
@@ -84,21 +79,21 @@ pub fn policy_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             POLICY,
             &policy,
             "nexthops",
-            Datum::set(nexthops.into_iter().map(Atom::String).collect()),
+            set_of(nexthops.into_iter().map(Atom::String).collect()),
         )?;
     }
     ctx.db.set(POLICY, &policy, "options", options_map(&opts))?;
-    ctx.db.set_add(LR, &lr, "policies", Atom::Uuid(policy))
+    ctx.db.set_add(LR, &lr, "policies", uuid_atom(&policy)?)
 }
 
 pub fn policy_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 3)?;
     let lr = lr_get(ctx, &cmd.args[0], true)?.expect("must_exist");
     let Some(sel) = cmd.args.get(1) else {
-        return ctx.db.set(LR, &lr, "policies", Datum::set(Vec::new()));
+        return ctx.db.set(LR, &lr, "policies", Value::empty_set());
     };
     let policies = children(ctx, &lr, "policies", POLICY)?;
-    let prio = |p: &Row| p.get("priority").keys.first().and_then(Atom::as_int);
+    let prio = |p: &Row| p.get("priority").as_integer();
     if looks_like_uuid(sel) {
         if cmd.args.len() > 2 {
             bail!("uuid must be the only argument");
@@ -107,7 +102,7 @@ pub fn policy_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             Some(p) => {
                 return ctx
                     .db
-                    .set_remove(LR, &lr, "policies", &Atom::Uuid(p.uuid.clone()))
+                    .set_remove(LR, &lr, "policies", &uuid_atom(&p.uuid.clone())?)
             }
             None if cmd.has("--if-exists") => return Ok(()),
             None => bail!("Logical router policy uuid is not found."),
@@ -117,7 +112,7 @@ pub fn policy_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     for p in policies.iter().filter(|p| prio(p) == Some(priority)) {
         if cmd.args.get(2).is_none_or(|m| p.str("match") == m) {
             ctx.db
-                .set_remove(LR, &lr, "policies", &Atom::Uuid(p.uuid.clone()))?;
+                .set_remove(LR, &lr, "policies", &uuid_atom(&p.uuid.clone())?)?;
             if cmd.args.len() == 3 {
                 break;
             }
@@ -130,13 +125,7 @@ pub fn policy_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 1)?;
     let lr = lr_get(ctx, &cmd.args[0], true)?.expect("must_exist");
     let mut policies = children(ctx, &lr, "policies", POLICY)?;
-    let prio = |p: &Row| {
-        p.get("priority")
-            .keys
-            .first()
-            .and_then(Atom::as_int)
-            .unwrap_or(0)
-    };
+    let prio = |p: &Row| p.get("priority").as_integer().unwrap_or(0);
     policies.sort_by(|a, b| {
         prio(b)
             .cmp(&prio(a))
@@ -154,8 +143,7 @@ pub fn policy_list(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         );
         for (i, hop) in p
             .get("nexthops")
-            .keys
-            .iter()
+            .keys()
             .filter_map(Atom::as_str)
             .enumerate()
         {

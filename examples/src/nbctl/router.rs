@@ -7,10 +7,11 @@ use super::lb::{lr_get, LR};
 use super::switch::{list_named, looks_like_uuid, options_map};
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::{set_column, Ctx};
-use crate::dbctl::datum::{Atom, Datum};
 use crate::dbctl::idl::Row;
+use crate::dbctl::notation::{set_of, string, uuid_atom};
 use crate::dbctl::schema::SchemaExt;
 use anyhow::{bail, Result};
+use ovsdb::{Atom, Value};
 use std::cmp::Ordering;
 use std::net::IpAddr;
 
@@ -34,10 +35,6 @@ pub fn run(ctx: &mut Ctx, cmd: &Command) -> Result<bool> {
         _ => return Ok(false),
     }
     Ok(true)
-}
-
-pub(super) fn string(s: &str) -> Datum {
-    Datum::single(Atom::String(s.to_owned()))
 }
 
 fn lr_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
@@ -103,12 +100,12 @@ fn lrp_get(ctx: &mut Ctx, id: &str, must_exist: bool) -> Result<Option<String>> 
 }
 
 fn lrp_to_lr(ctx: &mut Ctx, lrp: &str) -> Result<String> {
-    let atom = Atom::Uuid(lrp.to_owned());
+    let atom = uuid_atom(lrp)?;
     let owner = ctx
         .db
         .index_rows(LR, &["name", "ports"])?
         .iter()
-        .find(|r| r.get("ports").contains(&atom))
+        .find(|r| r.get("ports").contains_key(&atom))
         .map(|r| r.uuid.clone());
     match owner {
         Some(lr) => Ok(lr),
@@ -155,12 +152,12 @@ fn lrp_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     ctx.db.set(LRP, &lrp, "name", string(name))?;
     ctx.db.set(LRP, &lrp, "mac", string(mac))?;
     let nets = networks.iter().map(|n| Atom::String(n.clone())).collect();
-    ctx.db.set(LRP, &lrp, "networks", Datum::set(nets))?;
+    ctx.db.set(LRP, &lrp, "networks", set_of(nets))?;
     let table = ctx.db.schema.table_or_err(LRP)?.clone();
     for s in settings {
         set_column(ctx, &table, &lrp, s, true)?;
     }
-    ctx.db.set_add(LR, &lr, "ports", Atom::Uuid(lrp))
+    ctx.db.set_add(LR, &lr, "ports", uuid_atom(&lrp)?)
 }
 
 fn lrp_may_exist(
@@ -185,7 +182,7 @@ fn lrp_may_exist(
         };
         bail!("{name}: port already exists but in router {lr_name}");
     }
-    let row = ctx.db.row(LRP, lrp)?.clone();
+    let row = ctx.db.row(LRP, lrp)?;
     if !row.str("mac").eq_ignore_ascii_case(&cmd.args[2]) {
         bail!("{name}: port already exists with mac {}", row.str("mac"));
     }
@@ -194,8 +191,7 @@ fn lrp_may_exist(
     };
     let old: Vec<String> = row
         .get("networks")
-        .keys
-        .iter()
+        .keys()
         .filter_map(|a| a.as_str().map(str::to_owned))
         .collect();
     let Some(old) = network_set(&old) else {
@@ -205,7 +201,7 @@ fn lrp_may_exist(
         bail!("{name}: port already exists with different network");
     }
     let peer = settings.iter().find_map(|s| s.strip_prefix("peer="));
-    if peer != row.get("peer").first_str() {
+    if peer != row.get("peer").as_str() {
         bail!("{name}: port already exists with mismatching peer");
     }
     Ok(())
@@ -218,7 +214,7 @@ fn lrp_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     };
     let lr = lrp_to_lr(ctx, &lrp)?;
     ctx.db
-        .set_remove(LR, &lr, "ports", &Atom::Uuid(lrp.clone()))?;
+        .set_remove(LR, &lr, "ports", &uuid_atom(&lrp.clone())?)?;
     ctx.db.delete(LRP, &lrp)
 }
 
@@ -250,7 +246,7 @@ pub(super) fn children(ctx: &mut Ctx, lr: &str, col: &str, table: &str) -> Resul
 }
 
 fn is_src(route: &Row) -> bool {
-    route.get("policy").first_str() == Some("src-ip")
+    route.get("policy").as_str() == Some("src-ip")
 }
 
 fn route_policy(cmd: &Command) -> Result<Option<bool>> {
@@ -354,7 +350,7 @@ fn route_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             options_map(&["ecmp_symmetric_reply=true".into()]),
         )?;
     }
-    ctx.db.set_add(LR, &lr, "static_routes", Atom::Uuid(route))
+    ctx.db.set_add(LR, &lr, "static_routes", uuid_atom(&route)?)
 }
 
 fn route_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
@@ -362,7 +358,7 @@ fn route_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     let lr = lr_get(ctx, &cmd.args[0], true)?.expect("must_exist");
     let policy = route_policy(cmd)?;
     if cmd.args.len() == 1 && policy.is_none() {
-        return ctx.db.set(LR, &lr, "static_routes", Datum::set(Vec::new()));
+        return ctx.db.set(LR, &lr, "static_routes", Value::empty_set());
     }
     let prefix = match cmd.args.get(1) {
         Some(p) => match normalize_prefix(p) {
@@ -393,11 +389,11 @@ fn route_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
                 .as_ref()
                 .is_none_or(|p| normalize_prefix(r.str("ip_prefix")).as_ref() == Some(p))
             && nexthop.as_ref().is_none_or(|h| rt_hop.as_ref() == Some(h))
-            && port.is_none_or(|p| r.get("output_port").first_str() == Some(p.as_str()))
+            && port.is_none_or(|p| r.get("output_port").as_str() == Some(p.as_str()))
             && table.is_none_or(|t| r.str("route_table") == t);
         if matches {
             ctx.db
-                .set_remove(LR, &lr, "static_routes", &Atom::Uuid(r.uuid.clone()))?;
+                .set_remove(LR, &lr, "static_routes", &uuid_atom(&r.uuid.clone())?)?;
             removed += 1;
         }
     }
@@ -432,9 +428,9 @@ fn route_line(l: &Listed, ecmp: bool) -> String {
         "{:>25} {:>25} {}",
         l.prefix,
         hop,
-        r.get("policy").first_str().unwrap_or("dst-ip")
+        r.get("policy").as_str().unwrap_or("dst-ip")
     );
-    if let Some(p) = r.get("output_port").first_str() {
+    if let Some(p) = r.get("output_port").as_str() {
         s.push_str(&format!(" {p}"));
     }
     if r.map_get("external_ids", "ic-learned-route").is_some() {
@@ -464,8 +460,8 @@ fn print_family(out: &mut String, mut routes: Vec<Listed>) {
                     .cmp(b.route.str("nexthop"))
                     .then_with(|| {
                         match (
-                            a.route.get("output_port").first_str(),
-                            b.route.get("output_port").first_str(),
+                            a.route.get("output_port").as_str(),
+                            b.route.get("output_port").as_str(),
                         ) {
                             (Some(x), Some(y)) => x.cmp(y),
                             (Some(_), None) => Ordering::Greater,

@@ -39,21 +39,20 @@ fn print_ls(ctx: &mut Ctx, ls: &Row) -> Result<String> {
             s,
             "    port {}{}",
             lsp.str("name"),
-            alias(lsp, "neutron:port_name")
+            alias(&lsp, "neutron:port_name")
         );
         if !lsp.str("type").is_empty() {
             let _ = writeln!(s, "        type: {}", lsp.str("type"));
         }
-        if let Some(parent) = lsp.get("parent_name").first_str() {
+        if let Some(parent) = lsp.get("parent_name").as_str() {
             let _ = writeln!(s, "        parent: {parent}");
         }
-        if let Some(tag) = lsp.get("tag").keys.first().and_then(|a| a.as_int()) {
+        if let Some(tag) = lsp.get("tag").as_integer() {
             let _ = writeln!(s, "        tag: {tag}");
         }
         let addrs: Vec<&str> = lsp
             .get("addresses")
-            .keys
-            .iter()
+            .keys()
             .filter_map(|a| a.as_str())
             .collect();
         if !addrs.is_empty() && addrs != ["router"] {
@@ -71,12 +70,7 @@ fn gateway_chassis(ctx: &mut Ctx, lrp: &Row) -> Result<Vec<String>> {
     let mut gcs = Vec::new();
     for g in lrp.refs("gateway_chassis") {
         if let Some(gc) = ctx.db.get("Gateway_Chassis", &g)? {
-            let prio = gc
-                .get("priority")
-                .keys
-                .first()
-                .and_then(|a| a.as_int())
-                .unwrap_or(0);
+            let prio = gc.get("priority").as_integer().unwrap_or(0);
             gcs.push((prio, gc.str("chassis_name").to_owned()));
         }
     }
@@ -94,15 +88,14 @@ fn print_lr(ctx: &mut Ctx, lr: &Row) -> Result<String> {
         alias(lr, "neutron:router_name")
     );
     for p in lr.refs("ports") {
-        let Some(lrp) = ctx.db.get("Logical_Router_Port", &p)?.cloned() else {
+        let Some(lrp) = ctx.db.get("Logical_Router_Port", &p)? else {
             continue;
         };
         let _ = writeln!(s, "    port {}", lrp.str("name"));
         let _ = writeln!(s, "        mac: \"{}\"", lrp.str("mac"));
         let nets: Vec<&str> = lrp
             .get("networks")
-            .keys
-            .iter()
+            .keys()
             .filter_map(|a| a.as_str())
             .collect();
         if !nets.is_empty() {
@@ -153,20 +146,11 @@ pub fn show(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
                 id,
                 false,
             )?;
-            let ls = ls.map(|u| ctx.db.row(LS, &u).cloned()).transpose()?;
-            let lr = lr
-                .map(|u| ctx.db.row("Logical_Router", &u).cloned())
-                .transpose()?;
+            let ls = ls.map(|u| ctx.db.row(LS, &u)).transpose()?;
+            let lr = lr.map(|u| ctx.db.row("Logical_Router", &u)).transpose()?;
             (ls.into_iter().collect(), lr.into_iter().collect())
         }
-        None => (
-            ctx.db.rows(LS)?.into_iter().cloned().collect(),
-            ctx.db
-                .rows("Logical_Router")?
-                .into_iter()
-                .cloned()
-                .collect(),
-        ),
+        None => (ctx.db.rows(LS)?, ctx.db.rows("Logical_Router")?),
     };
     for ls in &switches {
         let text = print_ls(ctx, ls)?;

@@ -3,9 +3,10 @@
 
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
-use crate::dbctl::datum::{Atom, Datum};
+use crate::dbctl::notation::{map_of, set_of, uuid_atom, AtomText};
 use crate::dbctl::order::{smap_iter_pairs, smap_sorted_values};
 use anyhow::{bail, Result};
+use ovsdb::{Atom, Value};
 use std::net::IpAddr;
 
 pub const LS: &str = "Logical_Switch";
@@ -83,11 +84,12 @@ pub fn lsp_get(ctx: &mut Ctx, id: &str, must_exist: bool) -> Result<Option<Strin
 
 /// The switch whose `ports` holds `lsp`.
 fn lsp_to_ls(ctx: &mut Ctx, lsp: &str) -> Result<String> {
+    let atom = uuid_atom(lsp)?;
     let owner = ctx
         .db
         .index_rows(LS, &["name", "ports"])?
         .iter()
-        .find(|r| r.get("ports").contains(&Atom::Uuid(lsp.to_owned())))
+        .find(|r| r.get("ports").contains_key(&atom))
         .map(|r| r.uuid.clone());
     match owner {
         Some(ls) => Ok(ls),
@@ -148,8 +150,7 @@ fn ls_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     }
     let ls = ctx.db.insert(LS)?;
     if let Some(name) = name {
-        ctx.db
-            .set(LS, &ls, "name", Datum::single(Atom::String(name.clone())))?;
+        ctx.db.set(LS, &ls, "name", Value::scalar(name.clone()))?;
     }
     Ok(())
 }
@@ -211,8 +212,8 @@ fn lsp_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
             bail!("{name}: port already exists but in switch {owner_name}");
         }
         let row = ctx.db.row(LSP, &lsp)?;
-        let existing_parent = row.get("parent_name").first_str().map(str::to_owned);
-        let tag_request = row.get("tag_request").keys.first().and_then(Atom::as_int);
+        let existing_parent = row.get("parent_name").as_str().map(str::to_owned);
+        let tag_request = row.get("tag_request").as_integer();
         match (&parent, existing_parent) {
             (Some(_), None) => bail!("{name}: port already exists but has no parent"),
             (Some(p), Some(e)) if *p != e => {
@@ -231,15 +232,12 @@ fn lsp_add(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         return Ok(());
     }
     let lsp = ctx.db.insert(LSP)?;
-    ctx.db
-        .set(LSP, &lsp, "name", Datum::single(Atom::String(name.clone())))?;
+    ctx.db.set(LSP, &lsp, "name", Value::scalar(name.clone()))?;
     if let (Some(p), Some(t)) = (parent, tag) {
-        ctx.db
-            .set(LSP, &lsp, "parent_name", Datum::single(Atom::String(p)))?;
-        ctx.db
-            .set(LSP, &lsp, "tag_request", Datum::single(Atom::Integer(t)))?;
+        ctx.db.set(LSP, &lsp, "parent_name", Value::scalar(p))?;
+        ctx.db.set(LSP, &lsp, "tag_request", Value::scalar(t))?;
     }
-    ctx.db.set_add(LS, &ls, "ports", Atom::Uuid(lsp))
+    ctx.db.set_add(LS, &ls, "ports", uuid_atom(&lsp)?)
 }
 
 fn lsp_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
@@ -249,7 +247,7 @@ fn lsp_del(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     };
     let ls = lsp_to_ls(ctx, &lsp)?;
     ctx.db
-        .set_remove(LS, &ls, "ports", &Atom::Uuid(lsp.clone()))?;
+        .set_remove(LS, &ls, "ports", &uuid_atom(&lsp.clone())?)?;
     ctx.db.delete(LSP, &lsp)
 }
 
@@ -314,7 +312,7 @@ fn lsp_set_addresses(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         .iter()
         .map(|a| Atom::String(a.clone()))
         .collect();
-    ctx.db.set(LSP, &lsp, "addresses", Datum::set(addrs))
+    ctx.db.set(LSP, &lsp, "addresses", set_of(addrs))
 }
 
 /// `lsp_contains_duplicates()`: an IP may be used by one port of a switch only.
@@ -323,7 +321,7 @@ fn duplicate_check(ctx: &mut Ctx, ls: &str, lsp: &str, addr: &str) -> Result<()>
     if wanted.is_empty() {
         return Ok(());
     }
-    let ls_row = ctx.db.row(LS, ls)?.clone();
+    let ls_row = ctx.db.row(LS, ls)?;
     for port in ls_row.refs("ports") {
         if port == lsp {
             continue;
@@ -331,9 +329,9 @@ fn duplicate_check(ctx: &mut Ctx, ls: &str, lsp: &str, addr: &str) -> Result<()>
         let Some(other) = ctx.db.get(LSP, &port)? else {
             continue;
         };
-        for entry in other.get("addresses").keys.iter().filter_map(Atom::as_str) {
+        for entry in other.get("addresses").keys().filter_map(Atom::as_str) {
             let entry = if entry.starts_with("dynamic") {
-                other.get("dynamic_addresses").first_str().unwrap_or(entry)
+                other.get("dynamic_addresses").as_str().unwrap_or(entry)
             } else {
                 entry
             };
@@ -360,8 +358,7 @@ fn lsp_get_sorted(ctx: &mut Ctx, cmd: &Command, col: &str) -> Result<()> {
         .db
         .row(LSP, &lsp)?
         .get(col)
-        .keys
-        .iter()
+        .keys()
         .filter_map(|a| a.as_str().map(str::to_owned))
         .collect();
     items.sort();
@@ -376,7 +373,7 @@ fn lsp_set_strings(ctx: &mut Ctx, cmd: &Command, col: &str) -> Result<()> {
         .iter()
         .map(|a| Atom::String(a.clone()))
         .collect();
-    ctx.db.set(LSP, &lsp, col, Datum::set(atoms))
+    ctx.db.set(LSP, &lsp, col, set_of(atoms))
 }
 
 /// Port types `ovn_is_known_nb_lsp_type()` accepts in OVN 23.03.
@@ -399,8 +396,7 @@ fn lsp_set_type(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     if !LSP_TYPES.contains(&ty.as_str()) {
         bail!("Logical switch port type '{ty}' is unrecognized. Not setting type.");
     }
-    ctx.db
-        .set(LSP, &lsp, "type", Datum::single(Atom::String(ty.clone())))
+    ctx.db.set(LSP, &lsp, "type", Value::scalar(ty.clone()))
 }
 
 fn lsp_get_type(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
@@ -412,13 +408,13 @@ fn lsp_get_type(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 }
 
 /// `KEY=VALUE` arguments as a string map; arguments without `=` are skipped, as in C.
-pub fn options_map(args: &[String]) -> Datum {
+pub fn options_map(args: &[String]) -> Value {
     let pairs = args
         .iter()
         .filter_map(|a| a.split_once('='))
         .map(|(k, v)| (Atom::String(k.to_owned()), Atom::String(v.to_owned())))
         .collect();
-    Datum::map(pairs)
+    map_of(pairs)
 }
 
 fn lsp_set_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
@@ -431,7 +427,7 @@ fn lsp_set_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 fn lsp_get_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 1, 1)?;
     let lsp = lsp_get(ctx, &cmd.args[0], true)?.expect("must_exist");
-    let row = ctx.db.row(LSP, &lsp)?.clone();
+    let row = ctx.db.row(LSP, &lsp)?;
     for (k, v) in smap_iter_pairs(string_pairs(row.get("options"))) {
         ctx.out.push_str(&format!("{k}={v}\n"));
     }
@@ -439,6 +435,6 @@ fn lsp_get_options(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
 }
 
 /// A string map's pairs as plain strings.
-pub fn string_pairs(d: &Datum) -> Vec<(String, String)> {
+pub fn string_pairs(d: &Value) -> Vec<(String, String)> {
     d.pairs().map(|(k, v)| (k.to_bare(), v.to_bare())).collect()
 }

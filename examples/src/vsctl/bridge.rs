@@ -6,7 +6,7 @@
 
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::{set_column, Ctx};
-use crate::dbctl::datum::{Atom, Datum};
+use crate::dbctl::notation::{set_of, string, uuid_atom};
 use crate::dbctl::schema::SchemaExt;
 use anyhow::{bail, Result};
 
@@ -30,10 +30,6 @@ pub fn run(ctx: &mut Ctx, cmd: &Command) -> Result<bool> {
         _ => return Ok(false),
     }
     Ok(true)
-}
-
-fn string(s: &str) -> Datum {
-    Datum::single(Atom::String(s.to_owned()))
 }
 
 /// The Open_vSwitch root row, created if the database has none (as ovs-vsctl does).
@@ -70,7 +66,7 @@ fn need_bridge(ctx: &mut Ctx, name: &str) -> Result<String> {
 fn port_by_name(ctx: &mut Ctx, name: &str) -> Result<Option<(String, String)>> {
     let ovs = root(ctx)?;
     for b in ctx.db.row(OVS, &ovs)?.refs("bridges") {
-        let Some(bridge) = ctx.db.get("Bridge", &b)?.cloned() else {
+        let Some(bridge) = ctx.db.get("Bridge", &b)? else {
             continue;
         };
         for p in bridge.refs("ports") {
@@ -100,7 +96,7 @@ fn new_port(ctx: &mut Ctx, name: &str, internal: bool) -> Result<String> {
         "Port",
         &port,
         "interfaces",
-        Datum::set(vec![Atom::Uuid(iface)]),
+        set_of(vec![uuid_atom(&iface)?]),
     )?;
     Ok(port)
 }
@@ -122,9 +118,9 @@ fn add_br(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     let br = ctx.db.insert("Bridge")?;
     ctx.db.set("Bridge", &br, "name", string(name))?;
     ctx.db
-        .set("Bridge", &br, "ports", Datum::set(vec![Atom::Uuid(port)]))?;
+        .set("Bridge", &br, "ports", set_of(vec![uuid_atom(&port)?]))?;
     let ovs = root(ctx)?;
-    ctx.db.set_add(OVS, &ovs, "bridges", Atom::Uuid(br))
+    ctx.db.set_add(OVS, &ovs, "bridges", uuid_atom(&br)?)
 }
 
 /// Deletes a port row and its interfaces.
@@ -152,7 +148,7 @@ fn del_br(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     }
     let ovs = root(ctx)?;
     ctx.db
-        .set_remove(OVS, &ovs, "bridges", &Atom::Uuid(br.clone()))?;
+        .set_remove(OVS, &ovs, "bridges", &uuid_atom(&br.clone())?)?;
     ctx.db.delete("Bridge", &br)
 }
 
@@ -201,7 +197,7 @@ fn add_port(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     for setting in &cmd.args[2..] {
         set_column(ctx, &table, &port, setting, true)?;
     }
-    ctx.db.set_add("Bridge", &br, "ports", Atom::Uuid(port))
+    ctx.db.set_add("Bridge", &br, "ports", uuid_atom(&port)?)
 }
 
 fn del_port(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
@@ -220,7 +216,7 @@ fn del_port(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
         }
     }
     ctx.db
-        .set_remove("Bridge", &owner, "ports", &Atom::Uuid(port.clone()))?;
+        .set_remove("Bridge", &owner, "ports", &uuid_atom(&port.clone())?)?;
     delete_port_rows(ctx, &port)
 }
 
@@ -263,7 +259,7 @@ fn set_targets(ctx: &mut Ctx, cmd: &Command, controller: bool) -> Result<()> {
     for target in &cmd.args[skip..] {
         let r = ctx.db.insert(table)?;
         ctx.db.set(table, &r, "target", string(target))?;
-        rows.push(Atom::Uuid(r));
+        rows.push(uuid_atom(&r)?);
     }
-    ctx.db.set(owner_table, &owner, col, Datum::set(rows))
+    ctx.db.set(owner_table, &owner, col, set_of(rows))
 }

@@ -6,10 +6,11 @@
 
 use crate::dbctl::cli::{check_args, Command};
 use crate::dbctl::commands::Ctx;
-use crate::dbctl::datum::Datum;
 use crate::dbctl::idl::Row;
+use crate::dbctl::notation::ValueText;
 use crate::dbctl::schema::{SchemaExt, TableExt};
 use anyhow::Result;
+use ovsdb::{Atom, Value};
 
 /// One table of the tree: its name column and the columns shown.
 struct ShowTable {
@@ -56,19 +57,12 @@ fn find(table: &str) -> Option<&'static ShowTable> {
 }
 
 /// `ovsdb_datum_is_default()`.
-fn is_default(d: &Datum, min: u64) -> bool {
-    use crate::dbctl::datum::Atom;
+fn is_default(d: &Value, min: u64) -> bool {
     if d.len() as u64 != min {
         return false;
     }
-    let default_atom = |a: &Atom| match a {
-        Atom::Integer(i) => *i == 0,
-        Atom::Real(r) => *r == 0.0,
-        Atom::Boolean(b) => !b,
-        Atom::String(s) => s.is_empty(),
-        Atom::Uuid(u) => u == "00000000-0000-0000-0000-000000000000",
-    };
-    d.keys.iter().all(default_atom) && d.values.iter().flatten().all(default_atom)
+    let default_atom = |a: &ovsdb::Atom| *a == a.atom_type().default_atom();
+    d.keys().all(default_atom) && d.pairs().all(|(_, v)| default_atom(v))
 }
 
 fn show_row(
@@ -103,8 +97,8 @@ fn show_row(
             .as_deref()
             .filter(|t| find(t).is_some())
         {
-            for u in datum.keys.iter().filter_map(|a| a.as_str()) {
-                if let Some(child) = ctx.db.get(ref_table, u)?.cloned() {
+            for u in datum.keys().filter_map(Atom::as_uuid) {
+                if let Some(child) = ctx.db.get(ref_table, &u.to_string())? {
                     show_row(ctx, ref_table, &child, level + 1, shown)?;
                 }
             }
@@ -126,7 +120,7 @@ pub fn show(ctx: &mut Ctx, cmd: &Command) -> Result<()> {
     check_args(cmd, 0, 0)?;
     let tables: Vec<&str> = SHOW_TABLES.iter().map(|t| t.table).collect();
     ctx.db.load(&tables)?;
-    let roots: Vec<Row> = ctx.db.rows("Open_vSwitch")?.into_iter().cloned().collect();
+    let roots: Vec<Row> = ctx.db.rows("Open_vSwitch")?;
     let mut shown = Vec::new();
     for row in &roots {
         show_row(ctx, "Open_vSwitch", row, 0, &mut shown)?;

@@ -31,6 +31,7 @@
 
 mod apply;
 mod index;
+pub mod order;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use super::remote::Remote;
 use super::server::{check_server, monitor_params, Seen, ServerWatch};
+use super::tls::{server_name, TlsConfig};
 use crate::codec::Deframer;
 use crate::rpc::{encode_request, Message, RpcError};
 use crate::schema::DatabaseSchema;
@@ -100,6 +101,12 @@ pub enum OneshotError {
         /// The remote.
         remote: String,
     },
+    /// An `ssl:` remote, but no key, certificate and CA certificate to speak TLS with.
+    #[error("{remote}: an ssl: remote needs a private key, certificate and CA certificate")]
+    TlsNotConfigured {
+        /// The remote.
+        remote: String,
+    },
 }
 
 impl OneshotError {
@@ -116,36 +123,61 @@ impl OneshotError {
     }
 }
 
-/// Either socket kind ovsdb-server listens on.
+/// A TLS session over TCP (`ssl:`), blocking.
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// Either socket kind ovsdb-server listens on, or TCP with TLS.
 #[derive(Debug)]
 enum Socket {
     Unix(UnixStream),
     Tcp(TcpStream),
+    Tls(Box<TlsStream>),
 }
 
 impl Socket {
-    fn open(remote: &Remote, timeout: Option<Duration>) -> std::io::Result<Option<Socket>> {
-        if let Remote::Unix(path) = remote {
-            return Ok(Some(Socket::Unix(UnixStream::connect(path)?)));
+    /// Opens `remote`; `Ok(None)` for a passive remote, which a one-shot tool cannot use.
+    fn open(
+        remote: &Remote,
+        timeout: Option<Duration>,
+        tls: Option<&TlsConfig>,
+    ) -> Result<Option<Socket>, OneshotError> {
+        let name = remote.to_string();
+        let io = |source| OneshotError::Io {
+            remote: name.clone(),
+            source,
+        };
+        match remote {
+            Remote::Unix(path) => Ok(Some(Socket::Unix(UnixStream::connect(path).map_err(io)?))),
+            Remote::Tcp { host, port } => Ok(Some(Socket::Tcp(
+                tcp_connect(host, *port, timeout).map_err(io)?,
+            ))),
+            Remote::Ssl { host, port } => {
+                let Some(tls) = tls else {
+                    return Err(OneshotError::TlsNotConfigured { remote: name });
+                };
+                let tcp = tcp_connect(host, *port, timeout).map_err(io)?;
+                let session = rustls::ClientConnection::new(tls.client_config(), server_name(host))
+                    .map_err(|e| io(std::io::Error::other(e)))?;
+                let mut stream = rustls::StreamOwned::new(session, tcp);
+                // Handshake now, so a refused certificate is reported as such at connect.
+                stream.sock.set_read_timeout(timeout).map_err(io)?;
+                while stream.conn.is_handshaking() {
+                    stream
+                        .conn
+                        .complete_io(&mut stream.sock)
+                        .map_err(|e| io(tls.explain(&name, e)))?;
+                }
+                Ok(Some(Socket::Tls(Box::new(stream))))
+            }
+            _ => Ok(None),
         }
-        if let Remote::Tcp { host, port } = remote {
-            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), *port))?
-                .next()
-                .ok_or_else(|| std::io::Error::other("host name resolves to no address"))?;
-            let stream = match timeout {
-                Some(t) => TcpStream::connect_timeout(&addr, t.max(Duration::from_millis(1)))?,
-                None => TcpStream::connect(addr)?,
-            };
-            stream.set_nodelay(true)?;
-            return Ok(Some(Socket::Tcp(stream)));
-        }
-        Ok(None)
     }
 
     fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
         match self {
             Socket::Unix(s) => s.set_read_timeout(t),
             Socket::Tcp(s) => s.set_read_timeout(t),
+            Socket::Tls(s) => s.sock.set_read_timeout(t),
         }
     }
 
@@ -153,6 +185,7 @@ impl Socket {
         match self {
             Socket::Unix(s) => s.read(buf),
             Socket::Tcp(s) => s.read(buf),
+            Socket::Tls(s) => s.read(buf),
         }
     }
 
@@ -160,8 +193,24 @@ impl Socket {
         match self {
             Socket::Unix(s) => s.write_all(buf),
             Socket::Tcp(s) => s.write_all(buf),
+            Socket::Tls(s) => {
+                s.write_all(buf)?;
+                s.flush()
+            }
         }
     }
+}
+
+fn tcp_connect(host: &str, port: u16, timeout: Option<Duration>) -> std::io::Result<TcpStream> {
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))?
+        .next()
+        .ok_or_else(|| std::io::Error::other("host name resolves to no address"))?;
+    let stream = match timeout {
+        Some(t) => TcpStream::connect_timeout(&addr, t.max(Duration::from_millis(1)))?,
+        None => TcpStream::connect(addr)?,
+    };
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 /// One blocking connection to one ovsdb-server.
@@ -210,20 +259,25 @@ impl OneshotConnection {
         remote: &Remote,
         deadline: Option<Deadline>,
     ) -> Result<OneshotConnection, OneshotError> {
+        Self::connect_with_tls(remote, deadline, None)
+    }
+
+    /// Like [`OneshotConnection::connect`]; an `ssl:` remote uses `tls`'s key,
+    /// certificate and CA certificate (`ovn-nbctl -p -c -C`).
+    pub fn connect_with_tls(
+        remote: &Remote,
+        deadline: Option<Deadline>,
+        tls: Option<&TlsConfig>,
+    ) -> Result<OneshotConnection, OneshotError> {
         let name = remote.to_string();
         let timeout = match &deadline {
             Some(d) => Some(d.remaining(&format!("a connection to {name}"))?),
             None => None,
         };
-        let io = |source| OneshotError::Io {
-            remote: name.clone(),
-            source,
-        };
-        let socket = Socket::open(remote, timeout).map_err(io)?.ok_or_else(|| {
-            OneshotError::Unsupported {
+        let socket =
+            Socket::open(remote, timeout, tls)?.ok_or_else(|| OneshotError::Unsupported {
                 remote: name.clone(),
-            }
-        })?;
+            })?;
         Ok(OneshotConnection {
             remote: name,
             socket,
@@ -395,8 +449,8 @@ fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
-/// How [`connect_cluster`] picks a server.
-#[derive(Debug, Clone, Copy)]
+/// How [`connect_cluster`] picks a server, and how it speaks to `ssl:` remotes.
+#[derive(Debug, Clone)]
 pub struct ClusterOptions {
     /// Accept only the leader of a clustered database (`--leader-only`, the C tools'
     /// default); `false` is `--no-leader-only`.
@@ -406,6 +460,8 @@ pub struct ClusterOptions {
     /// Give up at this point in time; `None` retries forever, as the C tools do
     /// without `--timeout`.
     pub deadline: Option<Deadline>,
+    /// Key, certificate and CA certificate for `ssl:` remotes (`-p`, `-c`, `-C`).
+    pub tls: Option<TlsConfig>,
 }
 
 /// First pause between two rounds over the whole list; doubled up to [`MAX_BACKOFF`].
@@ -480,7 +536,8 @@ fn try_server(
     options: &ClusterOptions,
     seen: &mut Seen,
 ) -> Result<OneshotConnection, OneshotError> {
-    let mut conn = OneshotConnection::connect(remote, options.deadline)?;
+    let mut conn =
+        OneshotConnection::connect_with_tls(remote, options.deadline, options.tls.as_ref())?;
     match conn.check_server(database, options.leader_only, seen)? {
         Ok(()) => Ok(conn),
         Err(last_reason) => Err(OneshotError::NoServer {

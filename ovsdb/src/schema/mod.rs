@@ -133,6 +133,16 @@ impl ColumnType {
         self.max == Some(1)
     }
 
+    /// The empty value of this type: the empty map for a map column, else the empty set
+    /// (what `clear` writes).
+    pub fn empty_value(&self) -> Value {
+        if self.is_map() {
+            Value::empty_map()
+        } else {
+            Value::empty_set()
+        }
+    }
+
     /// The default value of a column of this type: the empty set or map, or for a scalar
     /// the type's default atom (0, 0.0, false, "", the nil uuid). An `update2`
     /// `initial`/`insert` row leaves out columns that hold their default.

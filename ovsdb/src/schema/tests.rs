@@ -126,4 +126,7 @@ fn defaults_per_type() {
         ..optional
     };
     assert_eq!(map.default_value(), Value::empty_map());
+    // The empty value ignores `min`: a scalar's is the empty set, a map's the empty map.
+    assert_eq!(scalar.empty_value(), Value::empty_set());
+    assert_eq!(map.empty_value(), Value::empty_map());
 }

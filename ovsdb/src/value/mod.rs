@@ -40,7 +40,7 @@ pub struct Set(Vec<Atom>);
 
 impl Set {
     /// The empty set.
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         Set(Vec::new())
     }
 
@@ -340,6 +340,43 @@ impl Value {
     /// The uuid of a one-element uuid set.
     pub fn as_uuid(&self) -> Option<Uuid> {
         self.as_atom().and_then(Atom::as_uuid)
+    }
+
+    /// The elements of a set or the keys of a map, in ascending order.
+    pub fn keys(&self) -> impl Iterator<Item = &Atom> + '_ {
+        let (set, map): (&[Atom], &[(Atom, Atom)]) = match self {
+            Value::Set(s) => (&s.0, &[]),
+            Value::Map(m) => (&[], &m.0),
+        };
+        set.iter().chain(map.iter().map(|(k, _)| k))
+    }
+
+    /// The pairs of a map in ascending key order; none for a set.
+    pub fn pairs(&self) -> impl Iterator<Item = (&Atom, &Atom)> + '_ {
+        self.as_map().into_iter().flat_map(Map::iter)
+    }
+
+    /// Whether `atom` is an element of the set or a key of the map.
+    pub fn contains_key(&self, atom: &Atom) -> bool {
+        match self {
+            Value::Set(s) => s.contains(atom),
+            Value::Map(m) => m.get(atom).is_some(),
+        }
+    }
+
+    /// OVSDB's own total order of values (`ovsdb_datum_compare_3way()`), which the
+    /// relational operators of `ovs-vsctl find` and `<`/`>` conditions use: fewer elements
+    /// first, then the keys compared pairwise, then (for maps) the values. Unlike the
+    /// derived [`Ord`], the size decides first and a set and a map of the same atoms
+    /// compare equal.
+    pub fn compare_3way(&self, other: &Value) -> std::cmp::Ordering {
+        self.len()
+            .cmp(&other.len())
+            .then_with(|| self.keys().cmp(other.keys()))
+            .then_with(|| {
+                let values = self.pairs().map(|(_, v)| v);
+                values.cmp(other.pairs().map(|(_, v)| v))
+            })
     }
 
     /// Encodes to wire JSON (see the module docs for the notation).

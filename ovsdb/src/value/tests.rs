@@ -247,3 +247,45 @@ fn typed_decode_errors_are_exact() {
         "invalid OVSDB JSON: trailing characters at line 1 column 3"
     );
 }
+
+#[test]
+fn keys_and_contains_key_cover_sets_and_maps() {
+    let set = Value::set(["b", "a"]);
+    let map = Value::map([("k2", 2i64), ("k1", 1i64)]);
+    assert_eq!(
+        set.keys().collect::<Vec<_>>(),
+        [&Atom::from("a"), &Atom::from("b")]
+    );
+    assert_eq!(
+        map.keys().collect::<Vec<_>>(),
+        [&Atom::from("k1"), &Atom::from("k2")]
+    );
+    assert!(set.contains_key(&Atom::from("a")) && !set.contains_key(&Atom::from("k1")));
+    assert!(map.contains_key(&Atom::from("k2")) && !map.contains_key(&Atom::from(2i64)));
+    assert_eq!(set.pairs().count(), 0);
+    let pairs: Vec<_> = map.pairs().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(
+        pairs,
+        [
+            (Atom::from("k1"), Atom::from(1i64)),
+            (Atom::from("k2"), Atom::from(2i64))
+        ]
+    );
+}
+
+#[test]
+fn compare_3way_orders_by_size_first_as_ovsdb_does() {
+    use std::cmp::Ordering::*;
+    // The derived order puts ["a", "b"] before ["b"]; OVSDB's puts the smaller set first.
+    let (one, two) = (Value::set(["b"]), Value::set(["a", "b"]));
+    assert_eq!(one.cmp(&two), Greater);
+    assert_eq!(one.compare_3way(&two), Less);
+    assert_eq!(Value::set([1i64]).compare_3way(&Value::set([2i64])), Less);
+    // Maps: keys first, then values.
+    let m = |v: i64| Value::map([("k", v)]);
+    assert_eq!(m(1).compare_3way(&m(2)), Less);
+    assert_eq!(m(2).compare_3way(&m(2)), Equal);
+    assert_eq!(Value::map([("a", 9i64)]).compare_3way(&m(1)), Less);
+    // Empty set and empty map are both the empty datum.
+    assert_eq!(Value::empty_set().compare_3way(&Value::empty_map()), Equal);
+}
