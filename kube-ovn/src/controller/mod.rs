@@ -6,6 +6,7 @@
 pub mod bootstrap;
 pub mod context;
 pub mod defaults;
+pub mod network_policy;
 pub mod owners;
 pub mod run;
 pub mod subnet;

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::defaults::ensure_default_subnets;
-use super::{subnet, Context};
+use super::{network_policy, subnet, Context};
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -45,5 +45,10 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
 
 /// Every reconciler, side by side; returns when all have stopped.
 pub async fn run_reconcilers(ctx: Arc<Context>) {
-    futures::join!(subnet::run(ctx.clone()),);
+    let network_policies = async {
+        if ctx.config.enable_np {
+            network_policy::run(ctx.clone()).await;
+        }
+    };
+    futures::join!(subnet::run(ctx.clone()), network_policies);
 }
