@@ -9,7 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ovn_nb::{Acl, AclSpec, AclTarget, AddressSet, LogicalSwitchPort, NbError, NbTxn, PortGroup};
+use ovn_nb::{
+    Acl, AclDirection, AclSpec, AclTarget, AddressSet, LogicalSwitchPort, NbError, NbTxn, PortGroup,
+};
 use ovsdb::typed::Stored;
 
 use super::acl::RenderedAcls;
@@ -63,45 +65,61 @@ pub fn wanted_sets(
     sets
 }
 
-/// The ACL fields that make two ACLs the same for us.
-fn acl_key(
-    a: &AclSpec,
-) -> (
-    String,
-    i64,
-    String,
-    String,
-    Option<String>,
-    BTreeMap<String, String>,
-) {
-    (
-        a.direction.to_string(),
-        a.priority,
-        a.r#match.clone(),
-        a.action.to_string(),
-        a.name.clone(),
-        a.options.clone(),
-    )
+/// What identifies an ACL on its port group (what `acl-add` refuses twice).
+type AclId = (String, i64, String);
+
+fn acl_id(direction: &AclDirection, priority: i64, r#match: &str) -> AclId {
+    (direction.to_string(), priority, r#match.to_string())
 }
 
-fn stored_key(
-    a: &Acl,
-) -> (
-    String,
-    i64,
-    String,
-    String,
-    Option<String>,
-    BTreeMap<String, String>,
-) {
-    (
-        a.direction.to_string(),
-        a.priority,
-        a.r#match.clone(),
-        a.action.to_string(),
-        a.name.clone(),
-        a.options.clone(),
-    )
+/// Makes the port group's ACLs the rendered ones: removes the unwanted, adds the
+/// missing, and corrects the action, name and options of the rest in place.
+fn write_acls(
+    txn: &mut NbTxn<'_>,
+    pg: &str,
+    current: Vec<Stored<Acl>>,
+    rendered: &RenderedAcls,
+) -> Result<(), NbError> {
+    let wanted: BTreeMap<AclId, &AclSpec> = rendered
+        .acls
+        .values()
+        .map(|a| (acl_id(&a.direction, a.priority, &a.r#match), a))
+        .collect();
+    let target = AclTarget::PortGroup(pg.to_string());
+    let mut present = BTreeSet::new();
+    for acl in current {
+        let id = acl_id(&acl.direction, acl.priority, &acl.r#match);
+        match wanted.get(&id) {
+            None => {
+                txn.acl_del(
+                    &target,
+                    Some(acl.direction.clone()),
+                    Some((acl.priority, &acl.r#match)),
+                )?;
+            }
+            Some(want) => {
+                if acl.action != want.action {
+                    txn.set(acl.id, Acl::ACTION, want.action.clone());
+                }
+                if acl.name != want.name {
+                    txn.set(acl.id, Acl::NAME, want.name.clone());
+                }
+                if acl.options != want.options {
+                    txn.set(acl.id, Acl::OPTIONS, want.options.clone());
+                }
+                if acl.external_ids != want.external_ids {
+                    txn.set(acl.id, Acl::EXTERNAL_IDS, want.external_ids.clone());
+                }
+                present.insert(id);
+            }
+        }
+    }
+    for (id, want) in wanted {
+        if !present.contains(&id) {
+            txn.acl_add(&target, want.clone())?;
+        }
+    }
+    Ok(())
 }
 
 /// Makes the policy's port group, address sets and ACLs exist as rendered; returns
@@ -120,32 +138,26 @@ pub fn write_policy(
         (NP_KEY, names::policy_key(ns, name)),
         ("vendor", VENDOR.to_string()),
     ]);
-    let current_acls: BTreeSet<_> = match &existing {
+    let current_acls = match &existing {
         Some(row) => {
             if row.external_ids != pg_ids {
                 txn.set(row.id, PortGroup::EXTERNAL_IDS, pg_ids);
             }
-            row.acls
-                .iter()
-                .filter_map(|id| store.get(*id).ok().flatten())
-                .map(|a: Acl| stored_key(&a))
-                .collect()
+            let mut acls = Vec::new();
+            for id in &row.acls {
+                if let Some(acl) = store.get(*id)? {
+                    acls.push(Stored { id: *id, row: acl });
+                }
+            }
+            acls
         }
         None => {
             let id = txn.pg_add(&pg, &[])?;
             txn.set(id, PortGroup::EXTERNAL_IDS, pg_ids);
-            BTreeSet::new()
+            Vec::new()
         }
     };
-    let wanted: BTreeSet<_> = rendered.acls.values().map(acl_key).collect();
-    if wanted != current_acls {
-        if existing.is_some() {
-            txn.acl_del(&AclTarget::PortGroup(pg.clone()), None, None)?;
-        }
-        for a in rendered.acls.values() {
-            txn.acl_add(&AclTarget::PortGroup(pg.clone()), a.clone())?;
-        }
-    }
+    write_acls(txn, &pg, current_acls, rendered)?;
     let wanted_sets = wanted_sets(policy, families);
     for (set, (key, fixed)) in &wanted_sets {
         let set_ids = ids([(NP_KEY, key.clone()), ("vendor", VENDOR.to_string())]);
