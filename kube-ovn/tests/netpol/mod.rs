@@ -5,4 +5,5 @@
 
 pub mod eval;
 pub mod layout;
+pub mod table;
 pub mod trace;

@@ -41,7 +41,23 @@ where
 pub async fn run(ctx: Arc<Context>) {
     tokio::select! {
         () = follow(ctx) => {}
-        _ = tokio::signal::ctrl_c() => {}
+        () = signalled() => {}
+    }
+}
+
+/// SIGINT or SIGTERM, as the other reconcilers' `shutdown_on_signal`.
+async fn signalled() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
