@@ -157,7 +157,7 @@ async fn raw_peer(from: &NbClient) {
     }
     let mut acl_names = BTreeMap::new();
     for (i, acl) in source.rows::<Acl>().expect("acls").into_iter().enumerate() {
-        let name = NamedUuid::new(&format!("acl{i}")).expect("a uuid name");
+        let name = NamedUuid::new(format!("acl{i}")).expect("a uuid name");
         acl_names.insert(acl.id.uuid(), name.clone());
         ops.push(
             Operation::insert(Acl::TABLE_NAME, acl.row.to_row())
