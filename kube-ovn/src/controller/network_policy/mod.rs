@@ -7,6 +7,10 @@
 //! [`rows`] writes the rows as desired state; [`reconcile`] is one idempotent pass
 //! (policy level, then membership level); [`watch`] runs passes as the cluster changes.
 //!
+//! A named port resolves to the numbers its name has on any destination pod (the
+//! selected pods for ingress, the peer pods for egress), as one set per rule port:
+//! pods that give one name different numbers are allowed on each of them.
+//!
 //! Not done: node access for kubelet probes (port groups `node.<node>` with their
 //! 3000 allow, written with the pods' node placement by the Pod reconciler), ACL
 //! logging (`enable_log`) and the lax mode's DHCP exceptions.
