@@ -12,7 +12,7 @@ use ovn_nb::{NbClient, NbError};
 
 use super::acl::{render, UnresolvedPort};
 use super::names::{self, Family};
-use super::rows::{remove_stale, write_members, write_policy};
+use super::rows::{owned_sets, remove_stale, write_members, write_policy};
 use super::selection::Snapshot;
 use super::validate::{validate, NpInvalid, ValidPolicy};
 use crate::annotations::CidrPair;
@@ -102,6 +102,7 @@ pub async fn sync<'a>(
     report.policies = valid.len();
     let nb_err = |stage| move |source| NpError::Nb { stage, source };
     let mut txn = nb.txn();
+    let owned = owned_sets(&txn).map_err(nb_err("policy"))?;
     for policy in &valid {
         let rendered = render(policy, &snapshot, families);
         for port in &rendered.unresolved {
@@ -109,7 +110,7 @@ pub async fn sync<'a>(
             tracing::warn!(policy = %key, field = %port.field, port = %port.name, "named port declared by no destination pod: it matches nothing");
             report.unresolved.push((key, port.clone()));
         }
-        write_policy(&mut txn, policy, &rendered, families).map_err(nb_err("policy"))?;
+        write_policy(&mut txn, policy, &rendered, families, &owned).map_err(nb_err("policy"))?;
     }
     remove_stale(&mut txn, &keep).map_err(nb_err("policy"))?;
     report.policy_ops = commit(nb, txn, "policy").await?;

@@ -129,6 +129,7 @@ pub fn write_policy(
     policy: &ValidPolicy,
     rendered: &RenderedAcls,
     families: &[Family],
+    owned: &BTreeMap<String, Vec<String>>,
 ) -> Result<(), NbError> {
     let (ns, name) = (policy.namespace.as_str(), policy.name.as_str());
     let pg = names::port_group(ns, name);
@@ -177,27 +178,30 @@ pub fn write_policy(
         }
     }
     // address sets of rules the policy no longer has
-    for row in owned_sets(txn, ns, name)? {
-        if !wanted_sets.contains_key(&row.name) {
-            txn.if_exists().address_set_del(&row.name)?;
+    let key = names::policy_key(ns, name);
+    for set in owned.get(&key).into_iter().flatten() {
+        if !wanted_sets.contains_key(set) {
+            txn.if_exists().address_set_del(set)?;
         }
     }
     Ok(())
 }
 
-/// The address sets whose `np` key names the policy.
-fn owned_sets(txn: &NbTxn<'_>, ns: &str, name: &str) -> Result<Vec<Stored<AddressSet>>, NbError> {
-    let prefix = format!("{}/", names::policy_key(ns, name));
-    Ok(txn
-        .store()
-        .rows::<AddressSet>()?
-        .into_iter()
-        .filter(|r| {
-            r.external_ids
-                .get(NP_KEY)
-                .is_some_and(|k| k.starts_with(&prefix))
-        })
-        .collect())
+/// The names of the address sets each policy (`<ns>/<name>`) owns, from one scan.
+pub fn owned_sets(txn: &NbTxn<'_>) -> Result<BTreeMap<String, Vec<String>>, NbError> {
+    let mut owned: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for row in txn.store().rows::<AddressSet>()? {
+        let Some(key) = row.external_ids.get(NP_KEY) else {
+            continue;
+        };
+        if let Some((policy, _direction)) = key.rsplit_once('/') {
+            owned
+                .entry(policy.to_string())
+                .or_default()
+                .push(row.row.name.clone());
+        }
+    }
+    Ok(owned)
 }
 
 /// Sets the port group's ports and the allow sets' addresses from the snapshot
