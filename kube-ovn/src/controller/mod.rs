@@ -6,6 +6,7 @@
 pub mod bootstrap;
 pub mod context;
 pub mod defaults;
+pub mod network_policy;
 pub mod node;
 pub mod owners;
 pub mod pod;

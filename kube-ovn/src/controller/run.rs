@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::defaults::ensure_default_subnets;
-use super::{gc, ipam_rebuild, ippool, node, pod, service, subnet, Context};
+use super::{gc, ipam_rebuild, ippool, network_policy, node, pod, service, subnet, Context};
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +55,11 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
 
 /// Every reconciler, side by side; returns when all have stopped.
 pub async fn run_reconcilers(ctx: Arc<Context>) {
+    let network_policies = async {
+        if ctx.config.enable_np {
+            network_policy::run(ctx.clone()).await;
+        }
+    };
     futures::join!(
         subnet::run(ctx.clone()),
         node::run(ctx.clone()),
@@ -62,5 +67,6 @@ pub async fn run_reconcilers(ctx: Arc<Context>) {
         ippool::run(ctx.clone()),
         gc::run(ctx.clone()),
         service::run_if_enabled(ctx.clone()),
+        network_policies,
     );
 }

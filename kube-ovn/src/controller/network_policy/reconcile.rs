@@ -1,0 +1,123 @@
+//! One pass over the cluster's NetworkPolicies, Pods and Namespaces, an idempotent
+//! function of them: the policy level ([`super::rows::write_policy`]: port groups,
+//! address sets and ACLs, which differ only when a policy does) in one transaction,
+//! then the membership level ([`super::rows::write_members`]) in another, once the
+//! first shows in the replica. A pass over an unchanged cluster sends nothing.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use ovn_nb::{NbClient, NbError};
+
+use super::acl::{render, UnresolvedPort};
+use super::names::{self, Family};
+use super::rows::{owned_sets, remove_stale, write_members, write_policy};
+use super::selection::Snapshot;
+use super::validate::{validate, NpInvalid, ValidPolicy};
+use crate::annotations::CidrPair;
+
+/// Why a pass failed; the next event retries it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NpError {
+    /// Building or committing an NB transaction failed.
+    #[error("network policies: NB {stage} transaction failed")]
+    Nb {
+        /// `policy` or `membership`.
+        stage: &'static str,
+        /// Why.
+        #[source]
+        source: NbError,
+    },
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Default)]
+pub struct PassReport {
+    /// Valid policies.
+    pub policies: usize,
+    /// Refused policies, each naming its offending field (their rows, if any, are kept).
+    pub invalid: Vec<NpInvalid>,
+    /// Named ports no destination pod declares, per policy `<ns>/<name>`.
+    pub unresolved: Vec<(String, UnresolvedPort)>,
+    /// NB operations sent by the policy level.
+    pub policy_ops: usize,
+    /// NB operations sent by the membership level.
+    pub member_ops: usize,
+}
+
+/// The address families in use: those of the default subnet's CIDR.
+pub fn families_of(cidr: &CidrPair) -> Vec<Family> {
+    let mut families = Vec::new();
+    if cidr.v4.is_some() {
+        families.push(Family::V4);
+    }
+    if cidr.v6.is_some() {
+        families.push(Family::V6);
+    }
+    families
+}
+
+async fn commit(
+    nb: &NbClient,
+    txn: ovn_nb::NbTxn<'_>,
+    stage: &'static str,
+) -> Result<usize, NpError> {
+    let n = txn.ops().len();
+    if n > 0 {
+        nb.commit(txn)
+            .await
+            .map_err(|source| NpError::Nb { stage, source })?;
+    }
+    Ok(n)
+}
+
+/// Brings NB in line with the given objects.
+pub async fn sync<'a>(
+    nb: &NbClient,
+    policies: impl IntoIterator<Item = &'a NetworkPolicy>,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    namespaces: impl IntoIterator<Item = &'a Namespace>,
+    families: &[Family],
+) -> Result<PassReport, NpError> {
+    let snapshot = Snapshot::new(pods, namespaces);
+    let mut report = PassReport::default();
+    let mut valid: Vec<ValidPolicy> = Vec::new();
+    // an invalid policy keeps what it had: the API server would have refused the
+    // update, and the previous version would still be in force
+    let mut keep = BTreeSet::new();
+    for np in policies {
+        let ns = np.metadata.namespace.clone().unwrap_or_default();
+        let name = np.metadata.name.clone().unwrap_or_default();
+        keep.insert(names::policy_key(&ns, &name));
+        match validate(np) {
+            Ok(policy) => valid.push(policy),
+            Err(invalid) => {
+                tracing::warn!(error = %invalid, "network policy refused");
+                report.invalid.push(invalid);
+            }
+        }
+    }
+    report.policies = valid.len();
+    let nb_err = |stage| move |source| NpError::Nb { stage, source };
+    let mut txn = nb.txn();
+    let owned = owned_sets(&txn).map_err(nb_err("policy"))?;
+    for policy in &valid {
+        let rendered = render(policy, &snapshot, families);
+        for port in &rendered.unresolved {
+            let key = names::policy_key(&policy.namespace, &policy.name);
+            tracing::warn!(policy = %key, field = %port.field, port = %port.name, "named port declared by no destination pod: it matches nothing");
+            report.unresolved.push((key, port.clone()));
+        }
+        write_policy(&mut txn, policy, &rendered, families, &owned).map_err(nb_err("policy"))?;
+    }
+    remove_stale(&mut txn, &keep).map_err(nb_err("policy"))?;
+    report.policy_ops = commit(nb, txn, "policy").await?;
+    let mut txn = nb.txn();
+    for policy in &valid {
+        write_members(&mut txn, policy, &snapshot, families).map_err(nb_err("membership"))?;
+    }
+    report.member_ops = commit(nb, txn, "membership").await?;
+    Ok(report)
+}

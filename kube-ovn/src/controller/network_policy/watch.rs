@@ -1,0 +1,107 @@
+//! The reconciler's loop: reflector stores of Pods, Namespaces and NetworkPolicies,
+//! and one [`sync`] pass from their contents after each burst of events (a burst is
+//! what arrives within [`SETTLE`] of its first event). The first pass waits until
+//! all three stores hold a full list, so nothing is removed for want of a list.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::Resource;
+
+use super::reconcile::{families_of, sync};
+use crate::controller::Context;
+
+/// How long a burst of events may take to arrive before a pass runs.
+pub const SETTLE: Duration = Duration::from_millis(100);
+
+fn reflect<K>(api: Api<K>) -> (Store<K>, impl Stream<Item = ()> + Send)
+where
+    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let (store, writer) = reflector::store();
+    let events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .map(|event| {
+            if let Err(err) = event {
+                tracing::debug!(error = %err, "network policy watch");
+            }
+        });
+    (store, events)
+}
+
+/// Keeps NB in line with the cluster's NetworkPolicies until the process is signalled.
+pub async fn run(ctx: Arc<Context>) {
+    tokio::select! {
+        () = follow(ctx) => {}
+        () = signalled() => {}
+    }
+}
+
+/// SIGINT or SIGTERM, as the other reconcilers' `shutdown_on_signal`.
+async fn signalled() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+async fn follow(ctx: Arc<Context>) {
+    let (pods, pod_events) = reflect(Api::<Pod>::all(ctx.client.clone()));
+    let (namespaces, ns_events) = reflect(Api::<Namespace>::all(ctx.client.clone()));
+    let (policies, np_events) = reflect(Api::<NetworkPolicy>::all(ctx.client.clone()));
+    let mut events =
+        futures::stream::select_all([pod_events.boxed(), ns_events.boxed(), np_events.boxed()]);
+    let families = families_of(&ctx.config.default_subnet.cidr);
+    while events.next().await.is_some() {
+        tokio::time::sleep(SETTLE).await;
+        while let Some(Some(())) = events.next().now_or_never() {}
+        let ready = pods
+            .wait_until_ready()
+            .now_or_never()
+            .is_some_and(|r| r.is_ok())
+            && namespaces
+                .wait_until_ready()
+                .now_or_never()
+                .is_some_and(|r| r.is_ok())
+            && policies
+                .wait_until_ready()
+                .now_or_never()
+                .is_some_and(|r| r.is_ok());
+        if !ready {
+            continue;
+        }
+        let (p, n, np) = (pods.state(), namespaces.state(), policies.state());
+        let result = sync(
+            &ctx.nb,
+            np.iter().map(|o| &**o),
+            p.iter().map(|o| &**o),
+            n.iter().map(|o| &**o),
+            &families,
+        )
+        .await;
+        match result {
+            Ok(report) => {
+                tracing::debug!(?report.policy_ops, ?report.member_ops, "network policies synced")
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "network policy pass failed; retried on the next event")
+            }
+        }
+    }
+}
