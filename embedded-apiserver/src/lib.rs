@@ -74,6 +74,7 @@
 
 pub mod error;
 pub mod patch;
+pub mod pod_runtime;
 pub mod protobuf;
 pub mod registry;
 pub mod selector;
@@ -83,4 +84,7 @@ pub mod table;
 pub mod validate;
 
 pub use error::{ApiError, ClientError, Reason, StartError};
+pub use pod_runtime::{
+    run_process, ExecIo, ExecRequest, LogRequest, LogStream, PodRuntime, PodRuntimeError,
+};
 pub use server::{kubeconfig_yaml, Config, EmbeddedApiServer, Handle};

@@ -6,6 +6,7 @@ mod api {
     pub mod common;
     mod controller;
     mod crud;
+    mod exec;
     pub mod kubectl;
     mod kubectl_create;
     mod kubectl_print;
