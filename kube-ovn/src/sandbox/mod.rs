@@ -1,0 +1,7 @@
+//! The sandbox's stand-ins for what a real cluster has and this machine
+//! cannot run: a scheduler, the Deployment and ReplicaSet controllers, a
+//! node agent in place of kubelet and a container runtime (network
+//! namespaces, the real CNI path, a responder per pod), an independent
+//! NetworkPolicy evaluator and a prober that checks the datapath against it.
+
+pub mod policy_eval;
