@@ -4,4 +4,11 @@
 //! namespaces, the real CNI path, a responder per pod), an independent
 //! NetworkPolicy evaluator and a prober that checks the datapath against it.
 
+pub mod agent;
+pub mod matrix;
+pub mod netns;
+pub mod pod_status;
 pub mod policy_eval;
+pub mod responder;
+pub mod runtime;
+pub mod scheduler;
