@@ -52,6 +52,7 @@ impl PodLog {
 #[derive(Debug)]
 pub struct Responder {
     tasks: Vec<JoinHandle<()>>,
+    stopped: bool,
 }
 
 /// A port to serve.
@@ -83,16 +84,20 @@ impl Responder {
             tasks.push(task);
         }
         log.push(format!("serving {} on {ports:?}", &*name));
-        Ok(Responder { tasks })
+        Ok(Responder {
+            tasks,
+            stopped: false,
+        })
     }
 
     /// Whether every listener still runs.
     pub fn is_running(&self) -> bool {
-        self.tasks.iter().all(|t| !t.is_finished())
+        !self.stopped && self.tasks.iter().all(|t| !t.is_finished())
     }
 
     /// Stops every listener (their sockets close).
     pub fn stop(&mut self) {
+        self.stopped = true;
         for t in self.tasks.drain(..) {
             t.abort();
         }

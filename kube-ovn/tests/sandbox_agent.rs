@@ -1,0 +1,399 @@
+//! The sandbox's node agent driving Debian's `bridge` + `host-local` CNI
+//! plugins (on a bridge inside a node namespace this test creates), the
+//! scheduler, `kubectl exec` / `kubectl logs` through the agent's runtime,
+//! and the matrix prober over the real traffic between the pods.
+
+use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube_ovn::sandbox::agent::{AgentConfig, NodeAgent, FINALIZER};
+use kube_ovn::sandbox::matrix::{run_matrix, MatrixSpec, ProbePod};
+use kube_ovn::sandbox::netns;
+use kube_ovn::sandbox::policy_eval::{Evaluator, NamedPort, PodInfo, Protocol};
+use kube_ovn::sandbox::runtime::PodDirectory;
+use kube_ovn::sandbox::scheduler::Scheduler;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+const PLUGIN_DIR: &str = "/usr/lib/cni";
+
+/// The plugins and kubectl, or a failure under CI=true.
+fn tools() -> Option<PathBuf> {
+    let plugins = ["bridge", "host-local"]
+        .iter()
+        .all(|p| Path::new(PLUGIN_DIR).join(p).is_file());
+    let kubectl = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file());
+    let running_as_root = nix::unistd::Uid::effective().is_root();
+    if plugins && kubectl.is_some() && running_as_root {
+        return kubectl;
+    }
+    assert!(
+        !ovn_harness::in_ci(),
+        "CNI plugins in {PLUGIN_DIR}, kubectl and root are required under CI=true"
+    );
+    eprintln!("CNI plugins, kubectl or root missing: sandbox agent test not run");
+    None
+}
+
+/// Removes every namespace this test made, even when it fails.
+struct NetnsGuard(String);
+
+impl Drop for NetnsGuard {
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir("/run/netns") else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&self.0) {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", &name])
+                    .status();
+            }
+        }
+    }
+}
+
+fn conflist(dir: &Path, tag: &str) -> PathBuf {
+    let list = json!({
+        "cniVersion": "1.0.0",
+        "name": format!("sbx-{tag}"),
+        "plugins": [{
+            "type": "bridge",
+            "bridge": format!("sbx{tag}"),
+            "isGateway": true,
+            "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.99.0.0/24"}]],
+                     "dataDir": dir.join("ipam")},
+        }],
+    });
+    let path = dir.join("10-sbx.conflist");
+    std::fs::write(&path, serde_json::to_vec_pretty(&list).unwrap()).unwrap();
+    path
+}
+
+fn pod(ns: &str, name: &str, app: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": name, "labels": {"app": app}},
+        "spec": {"containers": [{"name": "serve", "image": "agnhost", "ports": [
+            {"name": "serve-80-tcp", "containerPort": 80},
+            {"name": "serve-81-udp", "containerPort": 81, "protocol": "UDP"}]}]},
+    }))
+    .unwrap()
+}
+
+async fn within<F: std::future::Future>(what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(60), fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("gave up waiting for {what}"),
+    }
+}
+
+struct Sandbox {
+    server: Handle,
+    client: kube::Client,
+    agent: NodeAgent,
+    scheduler: Scheduler,
+    kubectl: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    async fn start(kubectl: PathBuf, tag: &str) -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let node_netns = netns::create(&format!("sbx{tag}node"))
+            .await
+            .expect("node netns");
+        let server = EmbeddedApiServer::start(Config::default()).await.unwrap();
+        let client = server.kube_client().unwrap();
+        let directory = PodDirectory::default();
+        server.set_pod_runtime(Arc::new(directory.clone()));
+        let config = AgentConfig {
+            node: "node-1".into(),
+            host_ip: "172.18.0.2".into(),
+            conflist: conflist(dir.path(), tag),
+            plugin_dirs: vec![PLUGIN_DIR.into()],
+            cache_dir: dir.path().join("cni-cache"),
+            node_netns: Some(node_netns),
+            netns_prefix: format!("sbx{tag}-"),
+            resync: Duration::from_millis(100),
+        };
+        let agent = NodeAgent::new(client.clone(), config, directory).unwrap();
+        agent.register_node().await.unwrap();
+        server
+            .write_kubeconfig(&dir.path().join("kubeconfig"))
+            .unwrap();
+        Sandbox {
+            server,
+            client,
+            agent,
+            scheduler: Scheduler::default(),
+            kubectl,
+            dir,
+        }
+    }
+
+    /// Scheduler and agent passes until `done` holds for the pods.
+    async fn settle(&mut self, what: &str, done: impl Fn(&[Pod]) -> bool) -> Vec<Pod> {
+        let pods: Api<Pod> = Api::all(self.client.clone());
+        within(what, async {
+            loop {
+                self.scheduler.schedule_once(&self.client).await.unwrap();
+                self.agent.reconcile_once().await.unwrap();
+                let now = pods.list(&Default::default()).await.unwrap().items;
+                if done(&now) {
+                    return now;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+    }
+
+    async fn kubectl(&self, args: &[&str]) -> std::process::Output {
+        let out = tokio::process::Command::new(&self.kubectl)
+            .arg("--kubeconfig")
+            .arg(self.dir.path().join("kubeconfig"))
+            .args(args)
+            .env("HOME", self.dir.path())
+            .output();
+        within("kubectl", out).await.unwrap()
+    }
+}
+
+fn running_ready(p: &Pod, ready: bool) -> bool {
+    let status = p.status.clone().unwrap_or_default();
+    status.phase.as_deref() == Some("Running")
+        && status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == if ready { "True" } else { "False" })
+}
+
+fn probe_pod(p: &Pod, prefix: &str) -> ProbePod {
+    let status = p.status.clone().unwrap();
+    let ports = vec![
+        NamedPort {
+            name: "serve-80-tcp".into(),
+            port: 80,
+            protocol: Protocol::Tcp,
+        },
+        NamedPort {
+            name: "serve-81-udp".into(),
+            port: 81,
+            protocol: Protocol::Udp,
+        },
+    ];
+    ProbePod {
+        info: PodInfo {
+            namespace: p.metadata.namespace.clone().unwrap(),
+            name: p.metadata.name.clone().unwrap(),
+            labels: p.metadata.labels.clone().unwrap_or_default(),
+            ips: status
+                .pod_ips
+                .iter()
+                .flatten()
+                .map(|i| i.ip.parse().unwrap())
+                .collect(),
+            ports,
+        },
+        netns: netns::netns_path(&format!("{prefix}{}", p.metadata.uid.clone().unwrap())),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_runs_pods_on_bridge_and_host_local() {
+    let Some(kubectl) = tools() else { return };
+    let tag = format!("{:x}", std::process::id() % 0xffff);
+    let _guard = NetnsGuard(format!("sbx{tag}"));
+    let mut sb = Sandbox::start(kubectl, &tag).await;
+    let prefix = format!("sbx{tag}-");
+    let pods: Api<Pod> = Api::namespaced(sb.client.clone(), "default");
+    for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        pods.create(&PostParams::default(), &pod("default", name, app))
+            .await
+            .unwrap();
+    }
+    let all = sb
+        .settle("pods running", |p| {
+            p.len() == 3 && p.iter().all(|p| running_ready(p, true))
+        })
+        .await;
+    for p in &all {
+        let spec = p.spec.clone().unwrap();
+        assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+        let status = p.status.clone().unwrap();
+        let ip: std::net::Ipv4Addr = status.pod_ip.clone().unwrap().parse().unwrap();
+        assert_eq!(ip.octets()[..3], [10, 99, 0], "{status:?}");
+        assert_eq!(status.host_ip.as_deref(), Some("172.18.0.2"));
+        let containers = status.container_statuses.clone().unwrap();
+        assert!(containers[0].ready, "{containers:?}");
+        assert!(p
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == FINALIZER));
+    }
+    exec_and_logs(&sb, &all).await;
+    matrix_all_allowed_then_one_stopped(&mut sb, &prefix).await;
+    deletion_keeps_foreign_finalizers(&mut sb, &prefix).await;
+    sb.server.shutdown().await;
+}
+
+async fn exec_and_logs(sb: &Sandbox, pods: &[Pod]) {
+    let a = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some("a"))
+        .unwrap();
+    let b_ip = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some("b"))
+        .and_then(|p| p.status.clone()?.pod_ip)
+        .unwrap();
+    // The command runs in the pod's namespace: it sees the pod's address.
+    let out = sb
+        .kubectl(&["exec", "a", "--", "ip", "-4", "-o", "addr", "show", "eth0"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let a_ip = a.status.clone().unwrap().pod_ip.unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&a_ip),
+        "{out:?}"
+    );
+    let out = sb
+        .kubectl(&["exec", "a", "--", "ping", "-c1", "-W5", &b_ip])
+        .await;
+    assert!(out.status.success(), "ping from a to b: {out:?}");
+    let out = sb
+        .kubectl(&[
+            "exec",
+            "a",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 3",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    // The responder's log records the connection from a.
+    let out = sb.kubectl(&["logs", "b"]).await;
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(log.contains("serving b"), "{log}");
+}
+
+async fn matrix_all_allowed_then_one_stopped(sb: &mut Sandbox, prefix: &str) {
+    let spec = MatrixSpec {
+        ports: vec![80, 81],
+        protocols: vec![Protocol::Tcp, Protocol::Udp],
+        timeout: Duration::from_secs(2),
+        concurrency: 8,
+    };
+    let namespaces: BTreeMap<String, BTreeMap<String, String>> =
+        [("default".to_string(), BTreeMap::new())].into();
+    let eval = Evaluator::new(namespaces, &[]).unwrap();
+    let pods: Api<Pod> = Api::all(sb.client.clone());
+    let targets: Vec<ProbePod> = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|p| probe_pod(p, prefix))
+        .collect();
+    // 80/TCP and 81/UDP are served: those probes are all answered.
+    let report = run_matrix(&targets, &eval, &spec).await;
+    let served: Vec<_> = report
+        .probes
+        .iter()
+        .filter(|p| (p.port == 80) == (p.protocol == "TCP"))
+        .collect();
+    assert_eq!(served.len(), 18);
+    assert!(
+        served.iter().all(|p| p.observed && p.expected),
+        "{}",
+        report.render()
+    );
+
+    // b's responder stops: b goes unready and every probe to b is a mismatch.
+    assert!(sb.agent.stop_responder("default", "b"));
+    sb.settle("b unready", |p| {
+        p.iter()
+            .any(|p| p.metadata.name.as_deref() == Some("b") && running_ready(p, false))
+    })
+    .await;
+    let spec = MatrixSpec {
+        ports: vec![80],
+        protocols: vec![Protocol::Tcp],
+        ..spec
+    };
+    let report = run_matrix(&targets, &eval, &spec).await;
+    let wrong = report.mismatches();
+    assert_eq!(wrong.len(), 3, "{}", report.render());
+    assert!(wrong
+        .iter()
+        .all(|p| p.destination == "default/b" && p.expected && !p.observed));
+    let text = report.render();
+    assert!(
+        text.contains("X!") && text.contains("MISMATCH default/a -> default/b"),
+        "{text}"
+    );
+    let json = report.to_json();
+    assert_eq!(json["mismatches"], 3);
+    assert_eq!(json["probes"].as_array().unwrap().len(), 9);
+}
+
+async fn deletion_keeps_foreign_finalizers(sb: &mut Sandbox, prefix: &str) {
+    let pods: Api<Pod> = Api::namespaced(sb.client.clone(), "default");
+    let a = pods.get("a").await.unwrap();
+    let path = netns::netns_path(&format!("{prefix}{}", a.metadata.uid.clone().unwrap()));
+    assert!(path.exists());
+    // Another party's finalizer (the controller's, say) is on the pod too.
+    let mut finalizers = a.metadata.finalizers.clone().unwrap();
+    finalizers.push("example.com/keep".into());
+    let patch = json!({"metadata": {"finalizers": finalizers}});
+    pods.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    pods.delete("a", &DeleteParams::default()).await.unwrap();
+    let left = sb
+        .settle("a torn down", |p| {
+            p.iter().any(|p| {
+                p.metadata.name.as_deref() == Some("a")
+                    && p.metadata.finalizers.clone().unwrap_or_default() == ["example.com/keep"]
+            })
+        })
+        .await;
+    assert!(!path.exists(), "a's namespace is removed");
+    assert!(left.iter().any(|p| p.metadata.deletion_timestamp.is_some()));
+    let out = sb.kubectl(&["exec", "a", "--", "true"]).await;
+    assert!(!out.status.success(), "exec in a torn-down pod: {out:?}");
+    // The other party lets go: the pod is gone.
+    let patch = json!({"metadata": {"finalizers": null}});
+    pods.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    sb.settle("a gone", |p| {
+        p.iter().all(|p| p.metadata.name.as_deref() != Some("a"))
+    })
+    .await;
+    // Everything else goes with its object.
+    for name in ["b", "c"] {
+        pods.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    sb.settle("all gone", |p| p.is_empty()).await;
+    let left: Vec<_> = std::fs::read_dir("/run/netns")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .collect();
+    assert!(left.is_empty(), "pod namespaces left: {left:?}");
+}
