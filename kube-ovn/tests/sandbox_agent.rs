@@ -12,6 +12,7 @@ use kube_ovn::sandbox::netns;
 use kube_ovn::sandbox::policy_eval::{Evaluator, NamedPort, PodInfo, Protocol};
 use kube_ovn::sandbox::runtime::PodDirectory;
 use kube_ovn::sandbox::scheduler::Scheduler;
+use kube_ovn::sandbox::workloads;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -144,6 +145,12 @@ impl Sandbox {
         let pods: Api<Pod> = Api::all(self.client.clone());
         within(what, async {
             loop {
+                workloads::reconcile_deployments(&self.client)
+                    .await
+                    .unwrap();
+                workloads::reconcile_replica_sets(&self.client)
+                    .await
+                    .unwrap();
                 self.scheduler.schedule_once(&self.client).await.unwrap();
                 self.agent.reconcile_once().await.unwrap();
                 let now = pods.list(&Default::default()).await.unwrap().items;
@@ -211,7 +218,7 @@ fn probe_pod(p: &Pod, prefix: &str) -> ProbePod {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_runs_pods_on_bridge_and_host_local() {
     let Some(kubectl) = tools() else { return };
-    let tag = format!("{:x}", std::process::id() % 0xffff);
+    let tag = format!("{:x}a", std::process::id() % 0xffff);
     let _guard = NetnsGuard(format!("sbx{tag}"));
     let mut sb = Sandbox::start(kubectl, &tag).await;
     let prefix = format!("sbx{tag}-");
@@ -396,4 +403,97 @@ async fn deletion_keeps_foreign_finalizers(sb: &mut Sandbox, prefix: &str) {
         .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
         .collect();
     assert!(left.is_empty(), "pod namespaces left: {left:?}");
+}
+
+fn count_ready(pods: &[Pod], prefix: &str) -> usize {
+    pods.iter()
+        .filter(|p| {
+            p.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && running_ready(p, true))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployment_scales_up_and_down_with_kubectl() {
+    let Some(kubectl) = tools() else { return };
+    let tag = format!("{:x}d", std::process::id() % 0xffff);
+    let _guard = NetnsGuard(format!("sbx{tag}"));
+    let mut sb = Sandbox::start(kubectl, &tag).await;
+    let out = sb
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=agnhost",
+            "--replicas=3",
+            "--port=80",
+        ])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let pods = sb
+        .settle("3 web pods", |p| {
+            p.len() == 3 && count_ready(p, "web-") == 3
+        })
+        .await;
+    let rs_names: std::collections::BTreeSet<_> = pods
+        .iter()
+        .flat_map(|p| p.metadata.owner_references.iter().flatten())
+        .map(|o| (o.kind.clone(), o.name.clone()))
+        .collect();
+    assert_eq!(rs_names.len(), 1, "one ReplicaSet owns them: {rs_names:?}");
+    assert!(rs_names
+        .iter()
+        .all(|(kind, name)| kind == "ReplicaSet" && name.starts_with("web-")));
+
+    let out = sb
+        .kubectl(&["scale", "deployment", "web", "--replicas=1"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    sb.settle("1 web pod", |p| p.len() == 1 && count_ready(p, "web-") == 1)
+        .await;
+    let out = sb
+        .kubectl(&["scale", "deployment/web", "--replicas=2"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    sb.settle("2 web pods", |p| {
+        p.len() == 2 && count_ready(p, "web-") == 2
+    })
+    .await;
+    // One more pass writes the Deployment's status from its ReplicaSet's.
+    sb.settle("status", |_| true).await;
+    sb.settle("status", |_| true).await;
+    let out = sb
+        .kubectl(&[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.status.readyReplicas}/{.spec.replicas}",
+        ])
+        .await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2/2", "{out:?}");
+    // Bad input: a negative scale is refused, nothing changes.
+    let out = sb
+        .kubectl(&["scale", "deployment", "web", "--replicas=-1"])
+        .await;
+    assert!(!out.status.success(), "{out:?}");
+    let out = sb
+        .kubectl(&[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ])
+        .await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2");
+
+    let out = sb.kubectl(&["delete", "deployment", "web"]).await;
+    assert!(out.status.success(), "{out:?}");
+    sb.settle("web gone", |p| p.is_empty()).await;
+    sb.server.shutdown().await;
 }

@@ -8,6 +8,7 @@ mod openapi;
 mod pod_stream;
 mod response;
 mod route;
+mod scale;
 
 use crate::error::{ClientError, StartError};
 use crate::pod_runtime::PodRuntime;

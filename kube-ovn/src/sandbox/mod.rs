@@ -12,3 +12,4 @@ pub mod policy_eval;
 pub mod responder;
 pub mod runtime;
 pub mod scheduler;
+pub mod workloads;
