@@ -13,5 +13,6 @@ mod api {
     mod leader;
     mod persist;
     mod protobuf;
+    mod scale;
     mod watch;
 }
