@@ -5,16 +5,16 @@
 
 use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_ovn::sandbox::agent::{AgentConfig, NodeAgent, FINALIZER};
-use kube_ovn::sandbox::matrix::{run_matrix, MatrixSpec, ProbePod};
+use kube_ovn::sandbox::matrix::{load_cluster, run_matrix, MatrixSpec};
 use kube_ovn::sandbox::netns;
-use kube_ovn::sandbox::policy_eval::{Evaluator, NamedPort, PodInfo, Protocol};
+use kube_ovn::sandbox::policy_eval::Protocol;
 use kube_ovn::sandbox::runtime::PodDirectory;
 use kube_ovn::sandbox::scheduler::Scheduler;
 use kube_ovn::sandbox::workloads;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +101,7 @@ struct Sandbox {
     client: kube::Client,
     agent: NodeAgent,
     scheduler: Scheduler,
+    directory: PodDirectory,
     kubectl: PathBuf,
     dir: tempfile::TempDir,
 }
@@ -125,7 +126,7 @@ impl Sandbox {
             netns_prefix: format!("sbx{tag}-"),
             resync: Duration::from_millis(100),
         };
-        let agent = NodeAgent::new(client.clone(), config, directory).unwrap();
+        let agent = NodeAgent::new(client.clone(), config, directory.clone()).unwrap();
         agent.register_node().await.unwrap();
         server
             .write_kubeconfig(&dir.path().join("kubeconfig"))
@@ -135,6 +136,7 @@ impl Sandbox {
             client,
             agent,
             scheduler: Scheduler::default(),
+            directory,
             kubectl,
             dir,
         }
@@ -184,37 +186,6 @@ fn running_ready(p: &Pod, ready: bool) -> bool {
             .any(|c| c.type_ == "Ready" && c.status == if ready { "True" } else { "False" })
 }
 
-fn probe_pod(p: &Pod, prefix: &str) -> ProbePod {
-    let status = p.status.clone().unwrap();
-    let ports = vec![
-        NamedPort {
-            name: "serve-80-tcp".into(),
-            port: 80,
-            protocol: Protocol::Tcp,
-        },
-        NamedPort {
-            name: "serve-81-udp".into(),
-            port: 81,
-            protocol: Protocol::Udp,
-        },
-    ];
-    ProbePod {
-        info: PodInfo {
-            namespace: p.metadata.namespace.clone().unwrap(),
-            name: p.metadata.name.clone().unwrap(),
-            labels: p.metadata.labels.clone().unwrap_or_default(),
-            ips: status
-                .pod_ips
-                .iter()
-                .flatten()
-                .map(|i| i.ip.parse().unwrap())
-                .collect(),
-            ports,
-        },
-        netns: netns::netns_path(&format!("{prefix}{}", p.metadata.uid.clone().unwrap())),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_runs_pods_on_bridge_and_host_local() {
     let Some(kubectl) = tools() else { return };
@@ -250,7 +221,7 @@ async fn agent_runs_pods_on_bridge_and_host_local() {
             .any(|f| f == FINALIZER));
     }
     exec_and_logs(&sb, &all).await;
-    matrix_all_allowed_then_one_stopped(&mut sb, &prefix).await;
+    matrix_all_allowed_then_one_stopped(&mut sb).await;
     deletion_keeps_foreign_finalizers(&mut sb, &prefix).await;
     sb.server.shutdown().await;
 }
@@ -297,25 +268,17 @@ async fn exec_and_logs(sb: &Sandbox, pods: &[Pod]) {
     assert!(log.contains("serving b"), "{log}");
 }
 
-async fn matrix_all_allowed_then_one_stopped(sb: &mut Sandbox, prefix: &str) {
+async fn matrix_all_allowed_then_one_stopped(sb: &mut Sandbox) {
     let spec = MatrixSpec {
         ports: vec![80, 81],
         protocols: vec![Protocol::Tcp, Protocol::Udp],
         timeout: Duration::from_secs(2),
         concurrency: 8,
     };
-    let namespaces: BTreeMap<String, BTreeMap<String, String>> =
-        [("default".to_string(), BTreeMap::new())].into();
-    let eval = Evaluator::new(namespaces, &[]).unwrap();
-    let pods: Api<Pod> = Api::all(sb.client.clone());
-    let targets: Vec<ProbePod> = pods
-        .list(&Default::default())
+    let (targets, eval) = load_cluster(&sb.client, &sb.directory, &["default".to_string()])
         .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|p| probe_pod(p, prefix))
-        .collect();
+        .unwrap();
+    assert_eq!(targets.len(), 3);
     // 80/TCP and 81/UDP are served: those probes are all answered.
     let report = run_matrix(&targets, &eval, &spec).await;
     let served: Vec<_> = report
@@ -356,6 +319,34 @@ async fn matrix_all_allowed_then_one_stopped(sb: &mut Sandbox, prefix: &str) {
     let json = report.to_json();
     assert_eq!(json["mismatches"], 3);
     assert_eq!(json["probes"].as_array().unwrap().len(), 9);
+
+    // A policy the bridge plugin does not enforce: the evaluator expects
+    // c isolated, the datapath still lets a and b through.
+    let policy: NetworkPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "deny-db", "namespace": "default"},
+        "spec": {"podSelector": {"matchLabels": {"app": "db"}}, "policyTypes": ["Ingress"]},
+    }))
+    .unwrap();
+    let policies: Api<NetworkPolicy> = Api::namespaced(sb.client.clone(), "default");
+    policies
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let (targets, eval) = load_cluster(&sb.client, &sb.directory, &[]).await.unwrap();
+    let report = run_matrix(&targets, &eval, &spec).await;
+    let to_c: Vec<_> = report
+        .mismatches()
+        .into_iter()
+        .filter(|p| p.destination == "default/c")
+        .collect();
+    assert_eq!(to_c.len(), 2, "{}", report.render());
+    assert!(to_c
+        .iter()
+        .all(|p| !p.expected && p.observed && p.answer.as_deref() == Some("c")));
+    policies
+        .delete("deny-db", &Default::default())
+        .await
+        .unwrap();
 }
 
 async fn deletion_keeps_foreign_finalizers(sb: &mut Sandbox, prefix: &str) {

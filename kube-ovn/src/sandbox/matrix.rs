@@ -268,3 +268,106 @@ fn word(allowed: bool) -> &'static str {
         "denied"
     }
 }
+
+/// Why the cluster's state cannot be probed.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// Listing pods, namespaces or policies failed.
+    #[error("cannot list {what}: {source}")]
+    List {
+        /// What was listed.
+        what: &'static str,
+        /// Why.
+        source: kube::Error,
+    },
+    /// A NetworkPolicy the evaluator refuses.
+    #[error(transparent)]
+    Policy(#[from] super::policy_eval::PolicyError),
+}
+
+/// The running pods (of `namespaces`, all when empty) this process runs,
+/// and an evaluator of the cluster's NetworkPolicies.
+pub async fn load_cluster(
+    client: &kube::Client,
+    directory: &super::runtime::PodDirectory,
+    namespaces: &[String],
+) -> Result<(Vec<ProbePod>, Evaluator), MatrixError> {
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use kube::api::{Api, ListParams};
+    let list = ListParams::default();
+    let fail = |what| move |source| MatrixError::List { what, source };
+    let ns_labels = Api::<Namespace>::all(client.clone())
+        .list(&list)
+        .await
+        .map_err(fail("namespaces"))?
+        .items
+        .into_iter()
+        .map(|n| {
+            (
+                n.metadata.name.unwrap_or_default(),
+                n.metadata.labels.unwrap_or_default(),
+            )
+        })
+        .collect();
+    let policies = Api::<NetworkPolicy>::all(client.clone())
+        .list(&list)
+        .await
+        .map_err(fail("networkpolicies"))?
+        .items;
+    let eval = Evaluator::new(ns_labels, &policies)?;
+    let pods = Api::<Pod>::all(client.clone())
+        .list(&list)
+        .await
+        .map_err(fail("pods"))?
+        .items;
+    let mut out = Vec::new();
+    for pod in pods {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let wanted = namespaces.is_empty() || namespaces.contains(&ns);
+        let Some(entry) = directory.get(&ns, &name).filter(|_| wanted) else {
+            continue;
+        };
+        out.push(ProbePod {
+            info: pod_info(&pod),
+            netns: entry.netns,
+        });
+    }
+    out.sort_by_key(|p| pod_id(&p.info));
+    Ok((out, eval))
+}
+
+/// What the evaluator needs of a Pod object.
+pub fn pod_info(pod: &k8s_openapi::api::core::v1::Pod) -> PodInfo {
+    use super::policy_eval::NamedPort;
+    let ports = pod
+        .spec
+        .iter()
+        .flat_map(|s| &s.containers)
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            Some(NamedPort {
+                name: p.name.clone()?,
+                port: u16::try_from(p.container_port).ok()?,
+                protocol: p
+                    .protocol
+                    .as_deref()
+                    .and_then(Protocol::parse)
+                    .unwrap_or(Protocol::Tcp),
+            })
+        })
+        .collect();
+    PodInfo {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        labels: pod.metadata.labels.clone().unwrap_or_default(),
+        ips: pod
+            .status
+            .iter()
+            .flat_map(|s| s.pod_ips.iter().flatten())
+            .filter_map(|ip| ip.ip.parse().ok())
+            .collect(),
+        ports,
+    }
+}
