@@ -293,6 +293,15 @@ async fn matrix_all_allowed_then_one_stopped(sb: &mut Sandbox) {
         report.render()
     );
 
+    // Each answered probe is a line of the destination's log.
+    let out = sb.kubectl(&["logs", "c", "--tail=1"]).await;
+    let last = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        last.starts_with("tcp/80 from 10.99.0.") || last.starts_with("udp/81 from 10.99.0."),
+        "{last:?}"
+    );
+    assert_eq!(last.lines().count(), 1, "{last:?}");
+
     // b's responder stops: b goes unready and every probe to b is a mismatch.
     assert!(sb.agent.stop_responder("default", "b"));
     sb.settle("b unready", |p| {
@@ -486,5 +495,85 @@ async fn deployment_scales_up_and_down_with_kubectl() {
     let out = sb.kubectl(&["delete", "deployment", "web"]).await;
     assert!(out.status.success(), "{out:?}");
     sb.settle("web gone", |p| p.is_empty()).await;
+    sb.server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_cni_add_leaves_nothing_behind_and_says_why() {
+    let Some(kubectl) = tools() else { return };
+    let tag = format!("{:x}f", std::process::id() % 0xffff);
+    let _guard = NetnsGuard(format!("sbx{tag}"));
+    let mut sb = Sandbox::start(kubectl, &tag).await;
+    // A conflist naming a plugin that does not exist.
+    let dir = sb.dir.path().to_path_buf();
+    let bad = dir.join("bad.conflist");
+    let list =
+        json!({"cniVersion": "1.0.0", "name": "bad", "plugins": [{"type": "no-such-plugin"}]});
+    std::fs::write(&bad, serde_json::to_vec(&list).unwrap()).unwrap();
+    let config = AgentConfig {
+        node: "node-1".into(),
+        host_ip: "172.18.0.2".into(),
+        conflist: bad,
+        plugin_dirs: vec![PLUGIN_DIR.into()],
+        cache_dir: dir.join("bad-cache"),
+        node_netns: None,
+        netns_prefix: format!("sbx{tag}-"),
+        resync: Duration::from_millis(100),
+    };
+    sb.agent = NodeAgent::new(sb.client.clone(), config, sb.directory.clone()).unwrap();
+    let pods: Api<Pod> = Api::namespaced(sb.client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("default", "a", "web"))
+        .await
+        .unwrap();
+    let all = sb
+        .settle("start failure reported", |p| {
+            p.iter().any(|p| {
+                p.status
+                    .iter()
+                    .flat_map(|s| s.conditions.iter().flatten())
+                    .any(|c| {
+                        c.reason.as_deref() == Some("SandboxCreationFailed")
+                            && c.message
+                                .as_deref()
+                                .is_some_and(|m| m.contains("no-such-plugin"))
+                    })
+            })
+        })
+        .await;
+    assert_eq!(
+        all[0].status.clone().unwrap().phase.as_deref(),
+        Some("Pending")
+    );
+    let left: Vec<_> = std::fs::read_dir("/run/netns")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("sbx{tag}-"))
+        })
+        .collect();
+    assert!(
+        left.is_empty(),
+        "no namespace left after a failed ADD: {left:?}"
+    );
+
+    // An unreadable conflist is refused up front, naming the file.
+    let mut config = AgentConfig {
+        node: "node-2".into(),
+        host_ip: "172.18.0.3".into(),
+        conflist: dir.join("missing.conflist"),
+        plugin_dirs: vec![PLUGIN_DIR.into()],
+        cache_dir: dir.join("cache2"),
+        node_netns: None,
+        netns_prefix: format!("sbx{tag}-"),
+        resync: Duration::from_millis(100),
+    };
+    let err = NodeAgent::new(sb.client.clone(), config.clone(), sb.directory.clone()).unwrap_err();
+    assert!(err.to_string().contains("missing.conflist"), "{err}");
+    config.conflist = dir.join("10-sbx.conflist");
+    assert!(NodeAgent::new(sb.client.clone(), config, sb.directory.clone()).is_ok());
+    pods.delete("a", &DeleteParams::default()).await.unwrap();
+    sb.settle("a gone", |p| p.is_empty()).await;
     sb.server.shutdown().await;
 }

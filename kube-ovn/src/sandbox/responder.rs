@@ -134,13 +134,19 @@ fn bind_all(ports: &[ServedPort]) -> std::io::Result<Vec<Bound>> {
     Ok(out)
 }
 
+/// A peer as a person reads it: IPv4 peers of the dual-stack socket
+/// without their `::ffff:` mapping.
+fn shown(peer: SocketAddr) -> SocketAddr {
+    SocketAddr::new(peer.ip().to_canonical(), peer.port())
+}
+
 async fn serve_tcp(listener: std::net::TcpListener, name: Arc<str>, log: PodLog) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
     while let Ok((mut stream, peer)) = listener.accept().await {
-        log.push(format!("tcp/{port} from {peer}"));
+        log.push(format!("tcp/{port} from {}", shown(peer)));
         let name = name.clone();
         tokio::spawn(async move {
             let _ = stream.write_all(name.as_bytes()).await;
@@ -156,7 +162,7 @@ async fn serve_udp(socket: std::net::UdpSocket, name: Arc<str>, log: PodLog) {
     let port = socket.local_addr().map(|a| a.port()).unwrap_or_default();
     let mut buf = [0u8; 512];
     while let Ok((_, peer)) = socket.recv_from(&mut buf).await {
-        log.push(format!("udp/{port} from {peer}"));
+        log.push(format!("udp/{port} from {}", shown(peer)));
         let _ = socket.send_to(name.as_bytes(), peer).await;
     }
 }
