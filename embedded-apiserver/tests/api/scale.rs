@@ -28,10 +28,7 @@ async fn deployment_scale_subresource() {
         .await
         .unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(5));
-    assert_eq!(
-        api.get("web").await.unwrap().spec.replicas,
-        Some(5)
-    );
+    assert_eq!(api.get("web").await.unwrap().spec.replicas, Some(5));
 
     for bad in [
         json!({"spec": {"replicas": -1}}),
@@ -47,8 +44,5 @@ async fn deployment_scale_subresource() {
             "{text}"
         );
     }
-    assert_eq!(
-        api.get("web").await.unwrap().spec.replicas,
-        Some(5)
-    );
+    assert_eq!(api.get("web").await.unwrap().spec.replicas, Some(5));
 }
