@@ -5,15 +5,16 @@
 
 use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube_ovn::sandbox::agent::{AgentConfig, NodeAgent, FINALIZER};
+use kube_ovn::sandbox::controllers::control_once;
 use kube_ovn::sandbox::matrix::{load_cluster, run_matrix, MatrixSpec};
 use kube_ovn::sandbox::netns;
 use kube_ovn::sandbox::policy_eval::Protocol;
 use kube_ovn::sandbox::runtime::PodDirectory;
 use kube_ovn::sandbox::scheduler::Scheduler;
-use kube_ovn::sandbox::workloads;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -147,13 +148,9 @@ impl Sandbox {
         let pods: Api<Pod> = Api::all(self.client.clone());
         within(what, async {
             loop {
-                workloads::reconcile_deployments(&self.client)
+                control_once(&self.client, &mut self.scheduler)
                     .await
                     .unwrap();
-                workloads::reconcile_replica_sets(&self.client)
-                    .await
-                    .unwrap();
-                self.scheduler.schedule_once(&self.client).await.unwrap();
                 self.agent.reconcile_once().await.unwrap();
                 let now = pods.list(&Default::default()).await.unwrap().items;
                 if done(&now) {
@@ -476,6 +473,41 @@ async fn deployment_scales_up_and_down_with_kubectl() {
         ])
         .await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2/2", "{out:?}");
+    // A Service over the Deployment: its slice lists only ready pods as
+    // ready, and readiness follows the responder.
+    let out = sb
+        .kubectl(&["create", "service", "clusterip", "web", "--tcp=80:80"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let ready_in_slice = |sb: &Sandbox| {
+        let client = sb.client.clone();
+        async move {
+            let slices: Api<EndpointSlice> = Api::namespaced(client, "default");
+            let list = slices
+                .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
+                .await
+                .unwrap();
+            list.items
+                .iter()
+                .flat_map(|s| s.endpoints.iter().flatten())
+                .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
+                .count()
+        }
+    };
+    sb.settle("slice", |_| true).await;
+    assert_eq!(ready_in_slice(&sb).await, 2);
+    let victim = sb.settle("pods", |_| true).await[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    assert!(sb.agent.stop_responder("default", &victim));
+    sb.settle("victim unready", |p| {
+        p.iter().any(|p| running_ready(p, false))
+    })
+    .await;
+    sb.settle("slice follows", |_| true).await;
+    assert_eq!(ready_in_slice(&sb).await, 1);
     // Bad input: a negative scale is refused, nothing changes.
     let out = sb
         .kubectl(&["scale", "deployment", "web", "--replicas=-1"])

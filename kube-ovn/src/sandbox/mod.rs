@@ -5,6 +5,7 @@
 //! NetworkPolicy evaluator and a prober that checks the datapath against it.
 
 pub mod agent;
+pub mod controllers;
 pub mod endpointslices;
 pub mod matrix;
 pub mod netns;
