@@ -262,8 +262,12 @@ async fn run_exec(ws: Ws, pod: Value, runtime: Arc<dyn PodRuntime>, req: ExecReq
                 Ok(())
             }
         };
-        if sent.is_err() {
-            break; // the client went away; the command still runs to its end
+        if sent.is_err() || !client_open {
+            // The client went away (kubectl interrupted): nobody reads the
+            // output or the exit code, so the command is stopped (the
+            // runtime's process is killed when its future is dropped).
+            command.abort();
+            return;
         }
     }
     drop(stdin_tx);

@@ -140,6 +140,37 @@ async fn kubectl_exec_and_logs_through_the_pod_runtime() {
         "{err}"
     );
 
+    // kubectl interrupted mid-command: the command is stopped too.
+    let pid_file = dir.path().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 1000", pid_file.display());
+    let mut child = k
+        .command(&["exec", "p", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = within("the command to start", async {
+        loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|p| p.trim().parse::<u32>().ok())
+            {
+                return pid;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    child.kill().await.unwrap();
+    within("the command to be stopped", async {
+        // gone, or a zombie nobody reaps yet
+        let proc_status = format!("/proc/{pid}/status");
+        while std::fs::read_to_string(&proc_status).is_ok_and(|s| !s.contains("State:\tZ")) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+
     // Logs, whole and tailed.
     assert_eq!(k.ok(&["logs", "p"]).await, LOG);
     assert_eq!(k.ok(&["logs", "p", "--tail=1"]).await, "line three\n");
