@@ -166,3 +166,27 @@ async fn serve_udp(socket: std::net::UdpSocket, name: Arc<str>, log: PodLog) {
         let _ = socket.send_to(name.as_bytes(), peer).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_tail_and_follow() {
+        let log = PodLog::default();
+        for line in ["one", "two", "three"] {
+            log.push(line);
+        }
+        let (all, _) = log.read(None);
+        assert_eq!(all, "one\ntwo\nthree\n");
+        let (tail, mut feed) = log.read(Some(2));
+        assert_eq!(tail, "two\nthree\n");
+        assert_eq!(
+            log.read(Some(10)).0,
+            all,
+            "a tail longer than the log is the log"
+        );
+        log.push("four");
+        assert_eq!(feed.try_recv().unwrap(), Bytes::from("four\n"));
+    }
+}
