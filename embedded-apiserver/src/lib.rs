@@ -54,6 +54,12 @@
 //!   run`) work. Protobuf bodies are read for the built-in kinds ([`protobuf`]),
 //!   and a client whose `Accept` names only protobuf gets protobuf answers
 //!   for them (406 for other kinds and for watches).
+//! * `kubectl exec` (websocket `v5.channel.k8s.io`, `v4.channel.k8s.io`:
+//!   stdin, stdout, stderr, the exit code; no SPDY) and `kubectl logs`
+//!   (`follow`, `tailLines`) are served by the [`PodRuntime`] registered
+//!   with [`Handle::set_pod_runtime`] (400 without one); `kubectl scale`
+//!   uses the `scale` subresource of Deployments, ReplicaSets and
+//!   StatefulSets.
 //! * `/openapi/v3` holds only what kubectl needs to hand validation to the
 //!   server (see `server/openapi.rs`); `/openapi/v2` is 404.
 //! * Dependents named by `ownerReferences` are deleted with their owner
@@ -74,6 +80,7 @@
 
 pub mod error;
 pub mod patch;
+pub mod pod_runtime;
 pub mod protobuf;
 pub mod registry;
 pub mod selector;
@@ -83,4 +90,7 @@ pub mod table;
 pub mod validate;
 
 pub use error::{ApiError, ClientError, Reason, StartError};
+pub use pod_runtime::{
+    run_process, ExecIo, ExecRequest, LogRequest, LogStream, PodRuntime, PodRuntimeError,
+};
 pub use server::{kubeconfig_yaml, Config, EmbeddedApiServer, Handle};

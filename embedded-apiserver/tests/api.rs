@@ -6,11 +6,13 @@ mod api {
     pub mod common;
     mod controller;
     mod crud;
+    mod exec;
     pub mod kubectl;
     mod kubectl_create;
     mod kubectl_print;
     mod leader;
     mod persist;
     mod protobuf;
+    mod scale;
     mod watch;
 }

@@ -92,6 +92,29 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
             "verbs": ["get", "patch", "update"],
         }));
     }
+    if super::scale::serves(t) {
+        // kubectl scale finds the Scale kind here.
+        out.push(json!({
+            "name": format!("{}/scale", t.plural),
+            "singularName": "",
+            "namespaced": t.namespaced,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    if t.group.is_empty() && t.plural == "pods" {
+        for sub in ["exec", "log"] {
+            let kind = if sub == "exec" {
+                "PodExecOptions"
+            } else {
+                "Pod"
+            };
+            out.push(json!({"name": format!("pods/{sub}"), "singularName": "",
+                "namespaced": true, "kind": kind, "verbs": ["create", "get"]}));
+        }
+    }
     out
 }
 

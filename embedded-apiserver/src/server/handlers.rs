@@ -192,6 +192,12 @@ fn respond(shared: &Shared, req: &ApiRequest) -> Result<Response<Body>, ApiError
     let ns = path.namespace.as_deref();
     let part = match path.sub.as_deref() {
         None => Part::Main,
+        Some("scale") if super::scale::serves(&rt) && path.name.is_some() => {
+            let name = path.name.as_deref().unwrap_or_default();
+            let scale =
+                super::scale::respond(&mut state, &rt, ns, name, req, &req.write_options())?;
+            return answer(req, 200, &scale);
+        }
         Some("status") if rt.has_status => Part::Status,
         Some(_) => return Err(not_served(&req.path)),
     };

@@ -5,10 +5,13 @@
 mod discovery;
 mod handlers;
 mod openapi;
+mod pod_stream;
 mod response;
 mod route;
+mod scale;
 
 use crate::error::{ClientError, StartError};
+use crate::pod_runtime::PodRuntime;
 use crate::store::{State, DEFAULT_HISTORY};
 use http_body_util::BodyExt;
 use hyper::server::conn::http1;
@@ -16,7 +19,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -70,6 +73,8 @@ impl Default for Config {
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) addr: SocketAddr,
+    /// Who runs `kubectl exec` and serves `kubectl logs` (none: 400).
+    pub(crate) pod_runtime: RwLock<Option<Arc<dyn PodRuntime>>>,
 }
 
 /// Entry point: `EmbeddedApiServer::start(Config::default()).await?`.
@@ -116,6 +121,7 @@ impl EmbeddedApiServer {
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             addr,
+            pod_runtime: RwLock::new(None),
         });
         let mut tasks = vec![
             tokio::spawn(accept_loop(listener, shared.clone())),
@@ -159,6 +165,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                         .map(|b| b.to_bytes())
                         .unwrap_or_default();
                     let req = http::Request::from_parts(parts, ());
+                    if let route::Route::Resource(path) = route::parse_path(req.uri().path()) {
+                        if pod_stream::serves(&path) {
+                            return Ok(pod_stream::handle(&shared, &path, req).await);
+                        }
+                    }
                     let api_req = handlers::ApiRequest::from_parts(&req, bytes);
                     tracing::debug!(method = %api_req.method, path = %api_req.path, "request");
                     Ok::<_, std::convert::Infallible>(handlers::handle(&shared, api_req).await)
@@ -166,6 +177,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             });
             if let Err(e) = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades()
                 .await
             {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
@@ -221,6 +233,16 @@ impl Handle {
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.shared.addr
+    }
+
+    /// Registers (or replaces) who runs `kubectl exec` and serves `kubectl
+    /// logs` for pods.
+    pub fn set_pod_runtime(&self, runtime: Arc<dyn PodRuntime>) {
+        *self
+            .shared
+            .pod_runtime
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(runtime);
     }
 
     /// `http://ADDR`.

@@ -1,0 +1,373 @@
+//! The matrix prober: every pod reaches every pod over real traffic, from
+//! inside the source pod's network namespace, on each port and protocol;
+//! what it observes is compared with what the independent NetworkPolicy
+//! evaluator expects.
+//!
+//! A probe is allowed when the destination's responder answers with the
+//! destination pod's name: a TCP connect and read, or a UDP datagram and
+//! its reply, each within a short timeout. Probes run concurrently, at
+//! most `concurrency` at a time (each on its own thread inside the source
+//! namespace).
+
+use super::netns::run_in;
+use super::policy_eval::{Evaluator, PodInfo, Protocol};
+use futures::StreamExt;
+use serde::Serialize;
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A pod to probe from and to.
+#[derive(Debug, Clone)]
+pub struct ProbePod {
+    /// Labels, IPs, named ports: what the evaluator needs.
+    pub info: PodInfo,
+    /// The pod's network namespace (probes from it start there).
+    pub netns: PathBuf,
+}
+
+/// What to probe.
+#[derive(Debug, Clone)]
+pub struct MatrixSpec {
+    /// Destination ports.
+    pub ports: Vec<u16>,
+    /// Protocols (SCTP is not probed: there is no SCTP responder).
+    pub protocols: Vec<Protocol>,
+    /// How long one probe waits for its answer.
+    pub timeout: Duration,
+    /// How many probes run at once.
+    pub concurrency: usize,
+}
+
+/// One probe's outcome.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Probe {
+    /// `namespace/name` of the source pod.
+    pub source: String,
+    /// `namespace/name` of the destination pod.
+    pub destination: String,
+    /// The destination IP probed.
+    pub destination_ip: IpAddr,
+    /// Destination port.
+    pub port: u16,
+    /// `TCP` or `UDP`.
+    pub protocol: String,
+    /// What the evaluator says.
+    pub expected: bool,
+    /// Whether the destination answered with its name.
+    pub observed: bool,
+    /// What answered, if anything did (a wrong name is a datapath bug).
+    pub answer: Option<String>,
+}
+
+/// Every probe of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixReport {
+    /// Pods in row/column order.
+    pub pods: Vec<String>,
+    /// Every probe.
+    pub probes: Vec<Probe>,
+}
+
+fn pod_id(p: &PodInfo) -> String {
+    format!("{}/{}", p.namespace, p.name)
+}
+
+/// Probes every pair; pods without an IP are left out.
+pub async fn run_matrix(pods: &[ProbePod], eval: &Evaluator, spec: &MatrixSpec) -> MatrixReport {
+    let pods: Vec<&ProbePod> = pods.iter().filter(|p| !p.info.ips.is_empty()).collect();
+    let mut jobs = Vec::new();
+    for &port in &spec.ports {
+        for &protocol in spec.protocols.iter().filter(|p| **p != Protocol::Sctp) {
+            for src in &pods {
+                for dst in &pods {
+                    jobs.push((*src, *dst, port, protocol));
+                }
+            }
+        }
+    }
+    let timeout = spec.timeout;
+    let probes = futures::stream::iter(jobs)
+        .map(|(src, dst, port, protocol)| async move {
+            let ip = dst.info.ips[0];
+            let answer = probe(src.netns.clone(), ip, port, protocol, timeout).await;
+            Probe {
+                source: pod_id(&src.info),
+                destination: pod_id(&dst.info),
+                destination_ip: ip,
+                port,
+                protocol: protocol.to_string(),
+                expected: eval.allowed(&src.info, &dst.info, port, protocol),
+                observed: answer.as_deref() == Some(dst.info.name.as_str()),
+                answer,
+            }
+        })
+        .buffered(spec.concurrency.max(1))
+        .collect()
+        .await;
+    MatrixReport {
+        pods: pods.iter().map(|p| pod_id(&p.info)).collect(),
+        probes,
+    }
+}
+
+/// What answered at `ip:port`, probed from inside `netns`.
+async fn probe(
+    netns: PathBuf,
+    ip: IpAddr,
+    port: u16,
+    protocol: Protocol,
+    timeout: Duration,
+) -> Option<String> {
+    let addr = SocketAddr::new(ip, port);
+    let ran = run_in(Some(&netns), move || match protocol {
+        Protocol::Udp => probe_udp(addr, timeout),
+        _ => probe_tcp(addr, timeout),
+    })
+    .await;
+    ran.ok().flatten()
+}
+
+fn probe_tcp(addr: SocketAddr, timeout: Duration) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer).filter(|a| !a.is_empty())
+}
+
+fn probe_udp(addr: SocketAddr, timeout: Duration) -> Option<String> {
+    let local: SocketAddr = if addr.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    }
+    .parse()
+    .ok()?;
+    let socket = UdpSocket::bind(local).ok()?;
+    socket.connect(addr).ok()?;
+    // Two tries share the timeout: a first datagram may be the one that
+    // waits for neighbour resolution.
+    socket.set_read_timeout(Some(timeout / 2)).ok()?;
+    let mut buf = [0u8; 512];
+    for _ in 0..2 {
+        socket.send(b"probe").ok()?;
+        if let Ok(n) = socket.recv(&mut buf) {
+            return Some(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    }
+    None
+}
+
+impl MatrixReport {
+    /// The probes whose observation differs from the expectation.
+    pub fn mismatches(&self) -> Vec<&Probe> {
+        self.probes
+            .iter()
+            .filter(|p| p.expected != p.observed)
+            .collect()
+    }
+
+    /// `{"pods": [...], "probes": [...], "mismatches": N}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "pods": self.pods,
+            "probes": self.probes,
+            "mismatches": self.mismatches().len(),
+        })
+    }
+
+    /// Expected and observed grids per port and protocol (rows are sources,
+    /// columns destinations; `.` allowed, `X` denied; a mismatching
+    /// observed cell is followed by `!`), then every mismatch spelled out.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let mut groups: Vec<(u16, String)> = Vec::new();
+        for p in &self.probes {
+            if !groups.contains(&(p.port, p.protocol.clone())) {
+                groups.push((p.port, p.protocol.clone()));
+            }
+        }
+        for (port, protocol) in groups {
+            let cell = |src: &str, dst: &str| {
+                self.probes.iter().find(|p| {
+                    p.port == port
+                        && p.protocol == protocol
+                        && p.source == src
+                        && p.destination == dst
+                })
+            };
+            for (title, observed) in [("expected", false), ("observed", true)] {
+                out.push_str(&format!("{title} {port}/{protocol}:\n"));
+                out.push_str(&self.grid(|s, d| match cell(s, d) {
+                    None => "  ".to_string(),
+                    Some(p) => {
+                        let v = if observed { p.observed } else { p.expected };
+                        let mark = if observed && p.observed != p.expected {
+                            "!"
+                        } else {
+                            " "
+                        };
+                        format!("{}{mark}", if v { '.' } else { 'X' })
+                    }
+                }));
+            }
+        }
+        let wrong = self.mismatches();
+        out.push_str(&format!(
+            "{} probes, {} mismatches\n",
+            self.probes.len(),
+            wrong.len()
+        ));
+        for p in wrong {
+            out.push_str(&format!(
+                "MISMATCH {} -> {} ({}) {}/{}: expected {}, observed {} (answer {:?})\n",
+                p.source,
+                p.destination,
+                p.destination_ip,
+                p.port,
+                p.protocol,
+                word(p.expected),
+                word(p.observed),
+                p.answer
+            ));
+        }
+        out
+    }
+
+    fn grid(&self, cell: impl Fn(&str, &str) -> String) -> String {
+        let width = self.pods.iter().map(String::len).max().unwrap_or(0);
+        let mut out = format!("{:width$} ", "");
+        for (i, _) in self.pods.iter().enumerate() {
+            out.push_str(&format!("{:<2}", i % 10));
+        }
+        out.push('\n');
+        for src in &self.pods {
+            out.push_str(&format!("{src:width$} "));
+            for dst in &self.pods {
+                out.push_str(&cell(src, dst));
+            }
+            out.push('\n');
+        }
+        let legend: Vec<String> = self
+            .pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{i}={p}"))
+            .collect();
+        out.push_str(&format!("columns: {}\n", legend.join(" ")));
+        out
+    }
+}
+
+fn word(allowed: bool) -> &'static str {
+    if allowed {
+        "allowed"
+    } else {
+        "denied"
+    }
+}
+
+/// Why the cluster's state cannot be probed.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// Listing pods, namespaces or policies failed.
+    #[error("cannot list {what}: {source}")]
+    List {
+        /// What was listed.
+        what: &'static str,
+        /// Why.
+        source: kube::Error,
+    },
+    /// A NetworkPolicy the evaluator refuses.
+    #[error(transparent)]
+    Policy(#[from] super::policy_eval::PolicyError),
+}
+
+/// The running pods (of `namespaces`, all when empty) this process runs,
+/// and an evaluator of the cluster's NetworkPolicies.
+pub async fn load_cluster(
+    client: &kube::Client,
+    directory: &super::runtime::PodDirectory,
+    namespaces: &[String],
+) -> Result<(Vec<ProbePod>, Evaluator), MatrixError> {
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use kube::api::{Api, ListParams};
+    let list = ListParams::default();
+    let fail = |what| move |source| MatrixError::List { what, source };
+    let ns_labels = Api::<Namespace>::all(client.clone())
+        .list(&list)
+        .await
+        .map_err(fail("namespaces"))?
+        .items
+        .into_iter()
+        .map(|n| {
+            (
+                n.metadata.name.unwrap_or_default(),
+                n.metadata.labels.unwrap_or_default(),
+            )
+        })
+        .collect();
+    let policies = Api::<NetworkPolicy>::all(client.clone())
+        .list(&list)
+        .await
+        .map_err(fail("networkpolicies"))?
+        .items;
+    let eval = Evaluator::new(ns_labels, &policies)?;
+    let pods = Api::<Pod>::all(client.clone())
+        .list(&list)
+        .await
+        .map_err(fail("pods"))?
+        .items;
+    let mut out = Vec::new();
+    for pod in pods {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let wanted = namespaces.is_empty() || namespaces.contains(&ns);
+        let Some(entry) = directory.get(&ns, &name).filter(|_| wanted) else {
+            continue;
+        };
+        out.push(ProbePod {
+            info: pod_info(&pod),
+            netns: entry.netns,
+        });
+    }
+    out.sort_by_key(|p| pod_id(&p.info));
+    Ok((out, eval))
+}
+
+/// What the evaluator needs of a Pod object.
+pub fn pod_info(pod: &k8s_openapi::api::core::v1::Pod) -> PodInfo {
+    use super::policy_eval::NamedPort;
+    let ports = pod
+        .spec
+        .iter()
+        .flat_map(|s| &s.containers)
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            Some(NamedPort {
+                name: p.name.clone()?,
+                port: u16::try_from(p.container_port).ok()?,
+                protocol: p
+                    .protocol
+                    .as_deref()
+                    .and_then(Protocol::parse)
+                    .unwrap_or(Protocol::Tcp),
+            })
+        })
+        .collect();
+    PodInfo {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        labels: pod.metadata.labels.clone().unwrap_or_default(),
+        ips: pod
+            .status
+            .iter()
+            .flat_map(|s| s.pod_ips.iter().flatten())
+            .filter_map(|ip| ip.ip.parse().ok())
+            .collect(),
+        ports,
+    }
+}
