@@ -10,3 +10,4 @@ pub mod config;
 pub mod controller;
 pub mod crd;
 pub mod daemon;
+pub mod ko;
