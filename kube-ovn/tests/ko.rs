@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use kube::Client;
-use kube_ovn::crd::{IPSpec, IP};
+use kube_ovn::crd::{IPSpec, Subnet, SubnetSpec, IP};
 use kube_ovn::ko::target::{SandboxNode, SandboxState};
 use ovn_harness::{Cluster, PodSpec};
 
@@ -169,6 +169,18 @@ async fn create_objects(client: &Client, nodes: &[String]) {
             .await
             .expect("CRD");
     }
+    let subnets: Api<Subnet> = Api::all(client.clone());
+    let subnet = Subnet::new(
+        "ovn-default",
+        SubnetSpec {
+            cidr_block: Some("10.16.0.0/24".into()),
+            ..Default::default()
+        },
+    );
+    subnets
+        .create(&PostParams::default(), &subnet)
+        .await
+        .expect("subnet");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let ips: Api<IP> = Api::all(client.clone());
     for (name, node, ip, mac) in [
@@ -334,6 +346,7 @@ async fn kubectl_ko_against_a_sandbox() {
     }
 
     let (code, out, err) = ko(st, &["diagnose", "all"]).await;
+    eprintln!("diagnose all (healthy):\n{out}");
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         !out.contains("FAIL") && out.contains("OK   pod default/b"),
@@ -358,6 +371,7 @@ async fn kubectl_ko_against_a_sandbox() {
 
     stop_ovn_controller(&state.nodes[1].ctl_dir);
     let (code, out, _) = ko(st, &["diagnose", "all"]).await;
+    eprintln!("diagnose all (ovn-controller stopped on node 2):\n{out}");
     assert_ne!(code, 0, "{out}");
     let wanted = format!(
         "FAIL node {} chassis: chassis {} not registered",

@@ -13,6 +13,9 @@ pub mod target;
 pub mod trace;
 pub mod usage;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Pod;
