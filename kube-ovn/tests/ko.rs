@@ -305,6 +305,25 @@ async fn kubectl_ko_against_a_sandbox() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("br-int") && out.contains("koa_h"), "{out}");
 
+    let (code, out, err) = ko(
+        st,
+        &[
+            "ofctl",
+            &names[0],
+            "-O",
+            "OpenFlow15",
+            "dump-flows",
+            "br-int",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("table=0"), "{out}");
+    // a failing tool's status comes back
+    let (code, _, err) = ko(st, &["nbctl", "ls-del", "no-such-switch"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("no-such-switch"), "{err}");
+
     let (code, out, err) = ko(st, &["trace", "default/a", "10.16.0.11", "tcp", "80"]).await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(
