@@ -388,6 +388,22 @@ async fn kubectl_ko_against_a_sandbox() {
     assert_ne!(code, 0);
     assert!(err.contains("\"no-slash\""), "{err}");
 
+    let (code, out, err) = ko(st, &["diagnose", "subnet", "ovn-default"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("OK   subnet ovn-default") && out.contains("OK   pod default/a"),
+        "{out}"
+    );
+    let (code, out, _) = ko(st, &["diagnose", "subnet", "no-such-subnet"]).await;
+    assert_ne!(code, 0);
+    assert!(
+        out.contains("FAIL subnet no-such-subnet: subnet no-such-subnet not found"),
+        "{out}"
+    );
+    let (code, _, err) = ko(st, &["diagnose", "node", "nosuchnode"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown node \"nosuchnode\""), "{err}");
+
     stop_ovn_controller(&state.nodes[1].ctl_dir);
     let (code, out, _) = ko(st, &["diagnose", "all"]).await;
     eprintln!("diagnose all (ovn-controller stopped on node 2):\n{out}");

@@ -51,12 +51,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// trace NAMESPACE/POD TARGET_IP [icmp|tcp|udp] [PORT]
+    /// trace NAMESPACE/POD TARGET_IP [icmp|tcp|udp] [PORT] (exit status 1 unless delivered)
     Trace {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// diagnose all | subnet NAME | node NAME
+    /// diagnose all | subnet NAME | node NAME (exit status 1 when a check fails)
     Diagnose { what: String, name: Option<String> },
     /// Each Subnet's used and available addresses.
     SubnetUsage,
