@@ -52,13 +52,13 @@ pub async fn ovs(node: &SandboxNode) -> Result<VsClient, KoError> {
 }
 
 /// The node's chassis name (`external_ids:system-id`), or the node name.
-pub fn system_id(vs: &VsClient, node: &SandboxNode) -> String {
+pub fn system_id(vs: &VsClient, node: &str) -> String {
     vs.store()
         .rows::<OpenVSwitch>()
         .ok()
         .and_then(|rows| rows.into_iter().next())
         .and_then(|r| r.external_ids.get("system-id").cloned())
-        .unwrap_or_else(|| node.name.clone())
+        .unwrap_or_else(|| node.to_string())
 }
 
 /// The interface whose `external_ids:iface-id` is `port`.

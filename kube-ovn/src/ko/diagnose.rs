@@ -18,7 +18,7 @@ use crate::controller::owners::{node_port_name, pod_port_name, OVN_PROVIDER};
 use crate::crd::{Subnet, IP};
 
 use super::dbs;
-use super::target::{SandboxNode, SandboxState};
+use super::target::SandboxNode;
 use super::{Ko, KoError};
 
 /// What to diagnose.
@@ -111,7 +111,7 @@ pub async fn diagnose(ko: &Ko, scope: &Scope) -> Result<Vec<Check>, KoError> {
     for node in &nodes {
         match dbs::ovs(node).await {
             Ok(vs) => {
-                checks.extend(node_checks(state, node, &vs, &sb));
+                checks.extend(node_checks(node, &vs, &sb));
                 ovs.insert(node.name.clone(), vs);
             }
             Err(e) => checks.push(Check::fail(
@@ -208,13 +208,8 @@ fn northd(nb: &NbClient, sb: &SbClient) -> Result<String, String> {
     ))
 }
 
-fn node_checks(
-    state: &SandboxState,
-    node: &SandboxNode,
-    vs: &VsClient,
-    sb: &SbClient,
-) -> Vec<Check> {
-    let system_id = dbs::system_id(vs, node);
+fn node_checks(node: &SandboxNode, vs: &VsClient, sb: &SbClient) -> Vec<Check> {
+    let system_id = dbs::system_id(vs, &node.name);
     let name = |what: &str| format!("node {} {what}", node.name);
     let registered = match sb.chassis(&system_id) {
         Ok(Some(_)) => Ok(format!("chassis {system_id} registered in SB")),
@@ -231,7 +226,7 @@ fn node_checks(
     }
     checks.push(Check::from(
         &name("tunnels"),
-        tunnels(state, node, &system_id, vs, sb),
+        tunnels(node, &system_id, vs, sb),
     ));
     checks.push(Check::from(&name("ovn0"), ovn0(node, &system_id, vs, sb)));
     checks
@@ -239,7 +234,6 @@ fn node_checks(
 
 /// A geneve interface on the node toward every other chassis' encap address.
 fn tunnels(
-    state: &SandboxState,
     node: &SandboxNode,
     system_id: &str,
     vs: &VsClient,
@@ -272,7 +266,6 @@ fn tunnels(
             Some(_) => up += 1,
         }
     }
-    let _ = state;
     Ok(format!("{up} tunnels up"))
 }
 
@@ -418,15 +411,7 @@ fn pod_port(
     let vs = ovs
         .get(node)
         .ok_or_else(|| format!("node {node} is not a sandbox node"))?;
-    let chassis = dbs::system_id(
-        vs,
-        &SandboxNode {
-            name: node.to_string(),
-            netns: String::new(),
-            ovs_remote: String::new(),
-            ctl_dir: Default::default(),
-        },
-    );
+    let chassis = dbs::system_id(vs, node);
     match sb.bound_chassis(port).map_err(|e| e.to_string())? {
         Some(c) if c == chassis => {}
         other => {
