@@ -10,4 +10,5 @@ pub mod config;
 pub mod controller;
 pub mod crd;
 pub mod daemon;
+pub mod ko;
 pub mod sandbox;
