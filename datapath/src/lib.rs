@@ -44,6 +44,7 @@
 mod arp;
 mod check;
 mod error;
+mod gateway;
 mod nl;
 mod probe;
 mod route;
@@ -94,6 +95,26 @@ pub async fn teardown(pod: &PodInterface) -> Result<TeardownReport, Error> {
     pod.validate_for_teardown()?;
     let pod = pod.clone();
     worker::run(HOST_NAMESPACE.into(), move || teardown::run(pod)).await
+}
+
+/// The gateway check alone: resolve each of `gateways` from `ifname` inside `netns`
+/// (the interface already configured, e.g. by [`setup`] without a gateway check), up to
+/// `check.attempts` times; [`Error::GatewayUnreachable`] names the one that never answered.
+pub async fn check_gateways(
+    netns: &std::path::Path,
+    ifname: &str,
+    addresses: &[ipnet::IpNet],
+    gateways: &[std::net::IpAddr],
+    check: GatewayCheck,
+) -> Result<Vec<(std::net::IpAddr, MacAddr)>, Error> {
+    spec::validate_ifname(ifname)?;
+    let (netns, ifname) = (netns.to_path_buf(), ifname.to_string());
+    let (addresses, gateways) = (addresses.to_vec(), gateways.to_vec());
+    let label = netns.display().to_string();
+    worker::run(label, move || {
+        gateway::run(netns, ifname, addresses, gateways, check)
+    })
+    .await
 }
 
 /// Delete one host link by name (`ip link del NAME`); `Ok(false)` when it
