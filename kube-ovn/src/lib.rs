@@ -6,6 +6,7 @@
 //! workspace's other crates.
 
 pub mod annotations;
+pub mod cni;
 pub mod config;
 pub mod controller;
 pub mod crd;

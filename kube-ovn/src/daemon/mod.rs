@@ -21,13 +21,27 @@
 //! Kube-OVN's `loopOvn0Check` (which only exits the daemon when `ovn0` is down or its
 //! gateway unreachable, for the pod to restart and redo the bootstrap).
 //!
+//! CNI: [`CniDaemon`] serves ADD ([`CniDaemon::add`]), DEL, CHECK and the stale-port GC
+//! ([`keep_collecting`]) to the `kube-ovn` CNI binary over [`server`] ([`api`] holds the
+//! wire types both sides share); [`flags`] are the binary's flags and [`cniconf`] the
+//! conflist it installs.
+//!
 //! Not done here yet: the join gateway ping and the Node's `NetworkUnavailable`
 //! condition, which need the Kubernetes side.
 
+mod add;
+pub mod api;
+pub mod cniconf;
+mod del;
+pub mod flags;
+mod gc;
+mod handler;
+mod hostns;
 pub mod nat;
 mod ovn0;
 mod ovs;
 pub mod qos;
+pub mod server;
 mod spec;
 
 use std::future::Future;
@@ -35,6 +49,9 @@ use std::time::Duration;
 
 use ovs_vsctl::{VsClient, VsError};
 
+pub use gc::{keep_collecting, GC_PERIOD};
+pub use handler::{CniDaemon, CniFailure, CniSettings};
+pub use hostns::{HostNamespace, HostNamespaceError};
 pub use ovn0::{HostNetwork, LinkChange};
 pub use ovs::OvsChange;
 pub use spec::{
@@ -166,7 +183,7 @@ pub async fn keep_converged(
 }
 
 /// The error and its causes on one line, for a log record.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -1,0 +1,107 @@
+//! `kube-ovn-daemon` (the `cni-server` container of Kube-OVN's `kube-ovn-cni`
+//! DaemonSet): serves CNI ADD/DEL/CHECK/GC to the `kube-ovn` CNI binary on
+//! `--bind-socket`, removes stale pod ports every minute, and installs the conflist with
+//! `--install-cni-config`; runs until SIGINT/SIGTERM. The node bootstrap (`br-int`,
+//! `ovn0`) is in `kube_ovn::daemon::ensure`, not started by this binary yet.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube_ovn::daemon::flags::DaemonFlags;
+use kube_ovn::daemon::{
+    cniconf, keep_collecting, server, CniDaemon, CniSettings, HostNamespace, GC_PERIOD,
+    INTEGRATION_BRIDGE,
+};
+use ovs_vsctl::{Bridge, VsClient};
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let flags = DaemonFlags::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("kube-ovn-daemon: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&flags)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kube-ovn-daemon: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(flags: &DaemonFlags) -> anyhow::Result<()> {
+    let client = kube_client(flags).await?;
+    let remote = flags.ovs_remote();
+    let vs = VsClient::connect(&remote)
+        .await
+        .with_context(|| format!("connecting to Open_vSwitch at {remote}"))?;
+    // the userspace datapath needs the pods' TX checksum offload off
+    let userspace = vs
+        .store()
+        .by_name::<Bridge>(INTEGRATION_BRIDGE)
+        .context("reading br-int")?
+        .first()
+        .is_some_and(|br| br.datapath_type == "netdev");
+    let mut settings = CniSettings::new(&flags.node_name);
+    settings.mtu = flags.mtu;
+    settings.userspace_datapath = userspace;
+    if let Some(path) = &flags.host_netns {
+        settings.host_netns = HostNamespace::Path(path.clone());
+    }
+    let daemon = CniDaemon::new(client, vs, settings);
+    let api = server::serve(&flags.bind_socket, daemon.clone()).await?;
+    tracing::info!(socket = %api.path().display(), node = %flags.node_name, "serving CNI requests");
+    if flags.install_cni_config {
+        let path = cniconf::install(
+            &flags.cni_conf_dir,
+            &flags.cni_conf_name,
+            &flags.bind_socket,
+        )?;
+        tracing::info!(path = %path.display(), "CNI configuration installed");
+    }
+    keep_collecting(daemon, GC_PERIOD, shutdown_signal()).await;
+    api.stop().await;
+    tracing::info!("stopped by signal");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// The Kubernetes client: `--kubeconfig` if given, else in-cluster or `$KUBECONFIG`.
+async fn kube_client(flags: &DaemonFlags) -> anyhow::Result<kube::Client> {
+    let kube_config = match &flags.kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("using kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no --kubeconfig, and no in-cluster or $KUBECONFIG configuration")?,
+    };
+    kube::Client::try_from(kube_config).context("building the Kubernetes client")
+}
