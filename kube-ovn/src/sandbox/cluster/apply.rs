@@ -1,12 +1,12 @@
-//! Manifests: read and checked before anything starts, applied (server-side apply,
-//! as `kubectl apply --server-side` does) in an order that makes them work on the
-//! first pass, then the wait for their pods.
+//! Manifests: read and checked before anything starts, applied (created, or merged
+//! into what is there on a second `up`) in an order that makes them work on the first
+//! pass, then the wait for their pods.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Discovery, Scope};
@@ -149,8 +149,8 @@ fn manifest(path: &Path, index: usize, object: Value) -> Result<Manifest, Sandbo
     })
 }
 
-/// Applies the manifests (server-side apply, forcing ownership: re-applying after an
-/// edit wins over an earlier `up`), in [`Manifest::rank`] order. Subnets are waited for
+/// Applies the manifests (create, or a JSON merge patch of what exists: re-applying
+/// after an edit wins over an earlier `up`), in [`Manifest::rank`] order. Subnets are waited for
 /// (bounded) before anything that may take an address from them.
 pub async fn apply_manifests(
     client: &kube::Client,
@@ -201,15 +201,35 @@ async fn apply_one(
         }
         Scope::Cluster => Api::all_with(client.clone(), &resource),
     };
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(&m.name, &params, &Patch::Apply(&m.object))
-        .await
-        .map_err(|source| SandboxError::Apply {
-            kind: m.kind.clone(),
-            name: m.display_name(),
+    let fail = |source| SandboxError::Apply {
+        kind: m.kind.clone(),
+        name: m.display_name(),
+        path: m.path.clone(),
+        source: Box::new(source),
+    };
+    let object: DynamicObject = serde_json::from_value(m.object.clone()).map_err(|e| {
+        SandboxError::ManifestInvalid {
             path: m.path.clone(),
-            source: Box::new(source),
-        })?;
+            index: m.index,
+            reason: e.to_string(),
+        }
+    })?;
+    match api.create(&PostParams::default(), &object).await {
+        Ok(_) => {}
+        // there already: a JSON merge patch (lists replaced whole, so a pod's 80/TCP
+        // and 80/UDP stay two ports, which a strategic merge keyed by containerPort
+        // alone would fold into one)
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            let params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PatchParams::default()
+            };
+            api.patch(&m.name, &params, &Patch::Merge(&m.object))
+                .await
+                .map_err(fail)?;
+        }
+        Err(e) => return Err(fail(e)),
+    }
     tracing::info!(kind = %m.kind, name = %m.display_name(), "applied");
     Ok(())
 }
