@@ -228,7 +228,10 @@ impl Chassis {
             })
         };
         [
-            record("ovn-controller", self.controller.as_ref().and_then(Daemon::pid)),
+            record(
+                "ovn-controller",
+                self.controller.as_ref().and_then(Daemon::pid),
+            ),
             record("ovs-vswitchd", self.vswitchd.as_ref().and_then(Daemon::pid)),
             record("ovsdb-server", self.db.pid()),
         ]

@@ -207,13 +207,12 @@ async fn apply_one(
         path: m.path.clone(),
         source: Box::new(source),
     };
-    let object: DynamicObject = serde_json::from_value(m.object.clone()).map_err(|e| {
-        SandboxError::ManifestInvalid {
+    let object: DynamicObject =
+        serde_json::from_value(m.object.clone()).map_err(|e| SandboxError::ManifestInvalid {
             path: m.path.clone(),
             index: m.index,
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     match api.create(&PostParams::default(), &object).await {
         Ok(_) => {}
         // there already: a JSON merge patch (lists replaced whole, so a pod's 80/TCP
@@ -242,7 +241,10 @@ async fn wait_subnets(client: &kube::Client, names: &[String]) {
     for name in names {
         while start.elapsed() < Duration::from_secs(30) {
             if let Ok(Some(s)) = api.get_opt(name).await {
-                if s.status.as_ref().is_some_and(|st| st.v4_available_ips.is_some()) {
+                if s.status
+                    .as_ref()
+                    .is_some_and(|st| st.v4_available_ips.is_some())
+                {
                     break;
                 }
             }
@@ -265,7 +267,11 @@ pub async fn wait_pods_running(
             .await
             .map_err(SandboxError::api("listing pods"))?
             .items;
-        let stuck: Vec<String> = pods.iter().filter(|p| !is_running(p)).map(describe).collect();
+        let stuck: Vec<String> = pods
+            .iter()
+            .filter(|p| !is_running(p))
+            .map(describe)
+            .collect();
         if stuck.is_empty() {
             return Ok(pods);
         }
@@ -327,7 +333,11 @@ mod tests {
     #[test]
     fn manifests_load_in_file_and_document_order_and_rank_puts_namespaces_first() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "b.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: x}\n");
+        write(
+            dir.path(),
+            "b.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: x}\n",
+        );
         write(
             dir.path(),
             "a.yaml",
@@ -349,8 +359,13 @@ mod tests {
             "bad.yaml",
             "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\napiVersion: v1\nkind: Pod\nmetadata: {}\n",
         );
-        let err = load_manifests(std::slice::from_ref(&path)).unwrap_err().to_string();
-        assert!(err.contains("bad.yaml") && err.contains("document 2"), "{err}");
+        let err = load_manifests(std::slice::from_ref(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bad.yaml") && err.contains("document 2"),
+            "{err}"
+        );
         assert!(err.contains("Pod has no metadata.name"), "{err}");
         let missing = dir.path().join("missing.yaml");
         let err = load_manifests(&[missing]).unwrap_err().to_string();

@@ -71,7 +71,9 @@ fn stop_processes(
     if is_supervisor(supervisor, layout) {
         // the supervisor stops its parts in order (ovn-controller leaves SB first)
         if stop(supervisor, SUPERVISOR_GRACE) {
-            report.stopped.push(format!("supervisor (pid {supervisor})"));
+            report
+                .stopped
+                .push(format!("supervisor (pid {supervisor})"));
         } else {
             failures.push(format!("supervisor (pid {supervisor}) did not stop"));
         }
@@ -88,7 +90,10 @@ fn stop_processes(
         let line = cmdline(pid);
         line.contains(&state_dir) || dirs.iter().any(|d| line.contains(d.as_str()))
     };
-    let mut pids: BTreeSet<u32> = group_members(supervisor).into_iter().filter(|p| ours(*p)).collect();
+    let mut pids: BTreeSet<u32> = group_members(supervisor)
+        .into_iter()
+        .filter(|p| ours(*p))
+        .collect();
     pids.extend(
         record
             .processes
@@ -135,7 +140,11 @@ fn remove_namespaces(names: &Names, report: &mut DownReport, failures: &mut Vec<
 
 /// The harness's directories in /tmp (databases, sockets, logs) of a supervisor that
 /// could not remove them itself.
-fn remove_harness_dirs(record: &SandboxRecord, report: &mut DownReport, failures: &mut Vec<String>) {
+fn remove_harness_dirs(
+    record: &SandboxRecord,
+    report: &mut DownReport,
+    failures: &mut Vec<String>,
+) {
     let dirs: BTreeSet<&Path> = record.processes.iter().map(|p| p.dir.as_path()).collect();
     for dir in dirs {
         let harness = dir

@@ -57,7 +57,9 @@ pub enum SandboxError {
         kind: String,
     },
     /// There is no sandbox in the state directory.
-    #[error("no sandbox in {dir}: {file} is missing (run `kube-ovn-sandbox up --state-dir {dir}`)")]
+    #[error(
+        "no sandbox in {dir}: {file} is missing (run `kube-ovn-sandbox up --state-dir {dir}`)"
+    )]
     NotRunning {
         /// The state directory.
         dir: PathBuf,

@@ -134,7 +134,13 @@ mod tests {
         for ours in ["sandbox-n1", "sandbox-n12", "sandbox-ul", "sandbox-p-1234"] {
             assert!(names.owns_netns(ours), "{ours}");
         }
-        for theirs in ["sandbox-n", "sandbox-nx", "sandbox-other", "sbx-n1", "sandbox-ul2"] {
+        for theirs in [
+            "sandbox-n",
+            "sandbox-nx",
+            "sandbox-other",
+            "sbx-n1",
+            "sandbox-ul2",
+        ] {
             assert!(!names.owns_netns(theirs), "{theirs}");
         }
     }

@@ -45,10 +45,11 @@ pub async fn run_probe(
     opts: &ProbeOptions,
 ) -> Result<ProbeOutcome, SandboxError> {
     let state = load_state(layout)?;
-    let record = SandboxRecord::load(&layout.record())?.ok_or_else(|| SandboxError::NotRunning {
-        dir: layout.dir().to_path_buf(),
-        file: layout.record(),
-    })?;
+    let record =
+        SandboxRecord::load(&layout.record())?.ok_or_else(|| SandboxError::NotRunning {
+            dir: layout.dir().to_path_buf(),
+            file: layout.record(),
+        })?;
     let names = Names::new(&record.prefix);
     let client = client(&state.kubeconfig).await?;
     let private: Vec<String> = Api::<crate::crd::Subnet>::all(client.clone())

@@ -37,7 +37,11 @@ pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
     };
     let mut members = Vec::new();
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -106,7 +110,10 @@ mod tests {
 
     #[test]
     fn a_stopped_child_is_gone() {
-        let child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let pid = child.id();
         assert!(alive(pid));
         // reap it from another thread, as its parent would, so it does not linger as a zombie

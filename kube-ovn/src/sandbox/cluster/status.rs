@@ -114,7 +114,8 @@ pub async fn status(layout: &StateLayout) -> Result<StatusReport, SandboxError> 
 }
 
 fn node_row(node: &Node) -> NodeRow {
-    let (ann, _) = NodeAnnotations::parse_lenient(&node.metadata.annotations.clone().unwrap_or_default());
+    let (ann, _) =
+        NodeAnnotations::parse_lenient(&node.metadata.annotations.clone().unwrap_or_default());
     let internal_ip = node
         .status
         .iter()
@@ -125,13 +126,19 @@ fn node_row(node: &Node) -> NodeRow {
     NodeRow {
         name: node.metadata.name.clone().unwrap_or_default(),
         internal_ip,
-        join_ip: ann.ip_address.map(|ip| addrs(&ip.addrs())).unwrap_or_default(),
+        join_ip: ann
+            .ip_address
+            .map(|ip| addrs(&ip.addrs()))
+            .unwrap_or_default(),
         chassis: ann.chassis.unwrap_or_default(),
     }
 }
 
 fn addrs(list: &[std::net::IpAddr]) -> String {
-    list.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+    list.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn pod_row(state: &SandboxState, pod: &Pod) -> PodRow {
@@ -157,7 +164,10 @@ fn pod_row(state: &SandboxState, pod: &Pod) -> PodRow {
             .as_ref()
             .and_then(|s| s.phase.clone())
             .unwrap_or_else(|| "Pending".into()),
-        ip: net.ip_address.map(|ip| addrs(&ip.addrs())).unwrap_or_default(),
+        ip: net
+            .ip_address
+            .map(|ip| addrs(&ip.addrs()))
+            .unwrap_or_default(),
         mac: net.mac_address.map(|m| m.to_string()).unwrap_or_default(),
         subnet: net.logical_switch.unwrap_or_default(),
         namespace,
@@ -190,7 +200,8 @@ fn ovn_installed(ovs_remote: &str, port: &str) -> bool {
 
 fn subnet_row(subnet: &crate::crd::Subnet) -> SubnetRow {
     let status = subnet.status.clone().unwrap_or_default();
-    let count = |c: Option<crate::crd::IpCount>| c.map(|c| c.to_string()).unwrap_or_else(|| "-".into());
+    let count =
+        |c: Option<crate::crd::IpCount>| c.map(|c| c.to_string()).unwrap_or_else(|| "-".into());
     SubnetRow {
         name: subnet.metadata.name.clone().unwrap_or_default(),
         cidr: subnet.spec.cidr_block.clone().unwrap_or_default(),
@@ -206,13 +217,27 @@ impl StatusReport {
         let mut out = String::from("NODES\n");
         out.push_str(&table(
             &["NAME", "INTERNAL-IP", "JOIN-IP", "CHASSIS"],
-            self.nodes
-                .iter()
-                .map(|n| vec![n.name.clone(), n.internal_ip.clone(), n.join_ip.clone(), n.chassis.clone()]),
+            self.nodes.iter().map(|n| {
+                vec![
+                    n.name.clone(),
+                    n.internal_ip.clone(),
+                    n.join_ip.clone(),
+                    n.chassis.clone(),
+                ]
+            }),
         ));
         out.push_str("\nPODS\n");
         out.push_str(&table(
-            &["NAMESPACE", "NAME", "PHASE", "NODE", "IP", "MAC", "SUBNET", "OVN-INSTALLED"],
+            &[
+                "NAMESPACE",
+                "NAME",
+                "PHASE",
+                "NODE",
+                "IP",
+                "MAC",
+                "SUBNET",
+                "OVN-INSTALLED",
+            ],
             self.pods.iter().map(|p| {
                 vec![
                     p.namespace.clone(),
@@ -247,7 +272,12 @@ fn table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut all: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     all.extend(rows);
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| all.iter().map(|r| r.get(i).map_or(0, String::len)).max().unwrap_or(0))
+        .map(|i| {
+            all.iter()
+                .map(|r| r.get(i).map_or(0, String::len))
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for row in all {
@@ -268,7 +298,10 @@ mod tests {
 
     #[test]
     fn table_aligns_columns() {
-        let out = table(&["A", "LONGER"], vec![vec!["xyz".to_string(), "1".to_string()]].into_iter());
+        let out = table(
+            &["A", "LONGER"],
+            vec![vec!["xyz".to_string(), "1".to_string()]].into_iter(),
+        );
         assert_eq!(out, "A     LONGER\nxyz   1\n");
     }
 }

@@ -368,7 +368,10 @@ fn agent_config(opts: &SuperviseOptions, node: &Node) -> AgentConfig {
 
 /// The controller's default subnet, created at its start-up: pods applied before it
 /// exists would wait on it anyway, and `up` reports readiness only once it does.
-async fn wait_default_subnet(client: &kube::Client, controller: &mut Part) -> Result<(), SandboxError> {
+async fn wait_default_subnet(
+    client: &kube::Client,
+    controller: &mut Part,
+) -> Result<(), SandboxError> {
     let api: Api<crate::crd::Subnet> = Api::all(client.clone());
     let start = Instant::now();
     loop {

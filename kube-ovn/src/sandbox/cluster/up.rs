@@ -72,7 +72,10 @@ pub async fn up(opts: UpOptions) -> Result<UpOutcome, SandboxError> {
     std::fs::create_dir_all(layout.dir()).map_err(SandboxError::io(layout.dir()))?;
     let (started, record) = match running_record(layout)? {
         Some(record) => {
-            tracing::info!(supervisor = record.supervisor, "a sandbox is already running here");
+            tracing::info!(
+                supervisor = record.supervisor,
+                "a sandbox is already running here"
+            );
             let record = wait_ready(layout, None).await?.unwrap_or(record);
             (false, record)
         }
