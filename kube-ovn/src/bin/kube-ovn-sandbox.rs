@@ -81,14 +81,21 @@ fn parse_protocol(text: &str) -> Result<Protocol, String> {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // the supervisor's log is the sandbox's record of what happened: info by default;
+    // the commands a person runs print their results and only warn on stderr
+    let default_level = match cli.command {
+        Command::Supervise { .. } => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {

@@ -6,7 +6,7 @@
 //! the OVN central and the simulated nodes ([`ovn_harness::Cluster`]), the embedded
 //! API server, `kube-ovn-controller`, one `kube-ovn-daemon` per node, and, as tasks
 //! of its own, the node agents, the scheduler, the workload and EndpointSlice
-//! controllers. It records every pid in the state directory ([`SandboxRecord`]) and
+//! controllers, and each node's host side (`ovn0` on the join network). It records every pid in the state directory ([`SandboxRecord`]) and
 //! writes `sandbox.json` for `kubectl ko`. On SIGTERM it stops them all.
 //!
 //! `down` asks the supervisor to stop, then kills by pid whatever of its process group
@@ -18,6 +18,7 @@ mod apply;
 mod down;
 mod error;
 mod layout;
+mod node_boot;
 mod probe;
 mod process;
 mod record;

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use super::error::SandboxError;
 use super::layout::{Names, StateLayout};
+use super::node_boot::{keep_node_converged, NodeHost};
 use super::process::{log_tail, stop};
 use super::record::SandboxRecord;
 use crate::ko::target::{SandboxNode, SandboxState};
@@ -271,6 +272,18 @@ async fn start(
         let agent = NodeAgent::new(client.clone(), agent_config(opts, node), directory.clone())?;
         agent.register_node().await?;
         running.tasks.push(tokio::spawn(agent.run()));
+        let host = NodeHost {
+            name: node.name().to_string(),
+            ovs_remote: node.chassis().ovs_remote(),
+            netns: crate::sandbox::netns::netns_path(node.netns().name()),
+            sb_remote: sb.clone(),
+            encap_ip: node.underlay_ip().parse().map_err(|_| {
+                SandboxError::Usage(format!("node {} has no IP underlay address", node.name()))
+            })?,
+        };
+        running
+            .tasks
+            .push(tokio::spawn(keep_node_converged(client.clone(), host)));
         ko_nodes.push(SandboxNode {
             name: node.name().to_string(),
             netns: node.netns().name().to_string(),
