@@ -294,6 +294,31 @@ fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
     assert_eq!(probes.len(), 4, "{report}");
     assert!(probes.iter().all(|p| p["observed"] == true), "{report}");
 
+    // kubectl ko finds the sandbox by its state directory; every check passes once
+    // the nodes' ovn0 have converged (the supervisor does it in the background)
+    let start = Instant::now();
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ko"))
+            .args(["diagnose", "all"])
+            .env("KUBE_OVN_SANDBOX", sb.state())
+            .output()
+            .unwrap();
+        if out.status.success() {
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(", 0 failed"),
+                "{}",
+                text(&out)
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "kubectl ko diagnose all: {}",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
     sb.down_and_check(&record);
 
     // the same state directory again
@@ -328,4 +353,55 @@ fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
         "the killed sandbox left processes to stop"
     );
     sb.down_and_check(&half);
+}
+
+/// Bad input fails before anything starts, naming the offender; commands on a state
+/// directory without a sandbox say so.
+#[test]
+fn bad_input_names_the_offender() {
+    let sb = Sandbox::new();
+    let fails = |args: &[&str]| {
+        let out = sb.sandbox(args);
+        assert!(!out.status.success(), "{args:?} succeeded: {}", text(&out));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = fails(&["up", "--nodes", "0"]);
+    assert!(err.contains("--nodes must be 1 to 16, not 0"), "{err}");
+    let err = fails(&["up", "--nodes", "two"]);
+    assert!(err.contains("--nodes"), "{err}");
+    let bad = sb.dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n",
+    )
+    .unwrap();
+    let err = fails(&["up", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("bad.yaml") && err.contains("Pod has no metadata.name"),
+        "{err}"
+    );
+    let missing = sb.dir.path().join("missing.yaml");
+    let err = fails(&["up", missing.to_str().unwrap()]);
+    assert!(
+        err.contains("cannot read manifest") && err.contains("missing.yaml"),
+        "{err}"
+    );
+    // nothing was started by any of these
+    assert_eq!(sb.namespaces(), Vec::<String>::new());
+    assert!(sb.record().is_none());
+    for command in ["status", "matrix"] {
+        let err = fails(&[command]);
+        assert!(
+            err.contains("no sandbox in") && err.contains("sandbox.json is missing"),
+            "{command}: {err}"
+        );
+    }
+    let err = fails(&["matrix", "--protocols", "sctp"]);
+    assert!(err.contains("\"sctp\" is not tcp or udp"), "{err}");
+    let out = sb.sandbox(&["down"]);
+    assert!(
+        out.status.success(),
+        "down with nothing running: {}",
+        text(&out)
+    );
 }

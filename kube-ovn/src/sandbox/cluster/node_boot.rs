@@ -73,7 +73,9 @@ async fn connect(host: &NodeHost) -> Option<(VsClient, HostNetwork)> {
         .ok()?;
     let net = HostNetwork::open(&host.netns)
         .await
-        .map_err(|e| tracing::warn!(node = %host.name, error = %e, "cannot open the node's netlink"))
+        .map_err(
+            |e| tracing::warn!(node = %host.name, error = %e, "cannot open the node's netlink"),
+        )
         .ok()?;
     Some((vs, net))
 }
