@@ -79,7 +79,7 @@ impl Part {
     }
 
     /// Waits until `ready` holds, failing when the process exits first.
-    fn wait_ready(&mut self, mut ready: impl FnMut() -> bool) -> Result<(), SandboxError> {
+    async fn wait_ready(&mut self, mut ready: impl FnMut() -> bool) -> Result<(), SandboxError> {
         let start = Instant::now();
         loop {
             if ready() {
@@ -98,7 +98,7 @@ impl Part {
                     tail: log_tail(&self.log, 20),
                 });
             }
-            std::thread::sleep(Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -265,7 +265,7 @@ async fn start(
     let cluster = running.cluster.as_ref().expect("set above");
     let mut ko_nodes = Vec::new();
     for node in cluster.nodes() {
-        let daemon = start_daemon(opts, node)?;
+        let daemon = start_daemon(opts, node).await?;
         record.processes.push(daemon.info(layout.dir()));
         running.daemons.push(daemon);
         record.save(&layout.record())?;
@@ -334,7 +334,7 @@ fn start_controller(opts: &SuperviseOptions, nb: &str, sb: &str) -> Result<Part,
 /// 127.0.0.1 is, and works in the node's namespace through `--host-netns` (a node
 /// namespace cannot reach the host's loopback); it reaches the node's OVS through
 /// the socket file.
-fn start_daemon(opts: &SuperviseOptions, node: &Node) -> Result<Part, SandboxError> {
+async fn start_daemon(opts: &SuperviseOptions, node: &Node) -> Result<Part, SandboxError> {
     let layout = &opts.layout;
     let name = node.name();
     let bin = layout.cni_bin_dir(name);
@@ -358,7 +358,8 @@ fn start_daemon(opts: &SuperviseOptions, node: &Node) -> Result<Part, SandboxErr
     let log = layout.log_dir().join(format!("kube-ovn-daemon-{name}.log"));
     let mut part = Part::spawn(&format!("kube-ovn-daemon {name}"), cmd, &log)?;
     let conflist = conf_dir.join(crate::daemon::cniconf::DEFAULT_CONF_NAME);
-    part.wait_ready(|| socket.exists() && conflist.exists())?;
+    part.wait_ready(|| socket.exists() && conflist.exists())
+        .await?;
     Ok(part)
 }
 

@@ -66,6 +66,11 @@ pub async fn up(opts: UpOptions) -> Result<UpOutcome, SandboxError> {
             opts.prefix
         )));
     }
+    if !nix::unistd::geteuid().is_root() {
+        return Err(SandboxError::Usage(
+            "up must run as root: it creates network namespaces and runs OVS".into(),
+        ));
+    }
     // a bad manifest fails before anything starts
     let manifests = load_manifests(&opts.manifests)?;
     let layout = &opts.layout;
