@@ -85,6 +85,10 @@ impl Sandbox {
     }
 
     fn up_command(&self) -> Command {
+        self.up_with(&self.manifest)
+    }
+
+    fn up_with(&self, manifest: &std::path::Path) -> Command {
         let mut cmd = Command::new(SANDBOX);
         cmd.arg("--state-dir")
             .arg(self.state())
@@ -97,7 +101,7 @@ impl Sandbox {
                 "--timeout",
                 "120",
             ])
-            .arg(&self.manifest);
+            .arg(manifest);
         cmd
     }
 
@@ -156,6 +160,13 @@ impl Sandbox {
         let out = self.sandbox(&["down"]);
         assert!(out.status.success(), "down: {}", text(&out));
         assert_eq!(self.namespaces(), Vec::<String>::new(), "namespaces left");
+        // `ip netns add` bind-mounts each namespace under /run/netns
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let ours: Vec<&str> = mounts
+            .lines()
+            .filter(|l| l.contains(&format!("/run/netns/{}", self.prefix)))
+            .collect();
+        assert!(ours.is_empty(), "mounts left: {ours:?}");
         assert_eq!(
             self.processes(record),
             Vec::<String>::new(),
@@ -204,7 +215,11 @@ fn text(out: &Output) -> String {
 }
 
 fn pods(sb: &Sandbox) -> Vec<Value> {
-    let out = sb.kubectl(&["get", "pods", "-n", "cli", "-o", "json"]);
+    pods_in(sb, "cli")
+}
+
+fn pods_in(sb: &Sandbox, namespace: &str) -> Vec<Value> {
+    let out = sb.kubectl(&["get", "pods", "-n", namespace, "-o", "json"]);
     assert!(out.status.success(), "kubectl get pods: {}", text(&out));
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     list["items"].as_array().cloned().unwrap_or_default()
@@ -404,4 +419,150 @@ fn bad_input_names_the_offender() {
         "down with nothing running: {}",
         text(&out)
     );
+}
+
+/// The tour in `examples/sandbox`, the README's default: every feature it shows is
+/// there (static address and MAC, excludeIps, the IP pool, the namespace-bound and the
+/// private subnet, the rate limit's OVS rows, the Service balancing to the
+/// Deployment's pods), and the whole matrix (80, 81 x TCP, UDP) matches the policies.
+#[test]
+fn the_tour_in_examples_runs_every_feature() {
+    if !ovn_harness::require_root(TOOLS) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let tour = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sandbox");
+    let out = sb.up_with(&tour).output().unwrap();
+    assert!(out.status.success(), "up: {}", text(&out));
+    let record = sb.record().unwrap();
+    let field = |pods: &[Value], name: &str, path: &[&str]| -> String {
+        let pod = pods
+            .iter()
+            .find(|p| p["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no pod {name}"));
+        let mut v = pod;
+        for key in path {
+            v = &v[*key];
+        }
+        v.as_str().unwrap_or_default().to_string()
+    };
+    let ip = |pods: &[Value], name: &str| field(pods, name, &["status", "podIP"]);
+    let tour_pods = pods_in(&sb, "tour");
+    assert_eq!(ip(&tour_pods, "web-static"), "10.16.0.50");
+    let mac = field(
+        &tour_pods,
+        "web-static",
+        &["metadata", "annotations", "ovn.kubernetes.io/mac_address"],
+    );
+    assert_eq!(mac, "00:00:00:53:00:50");
+    let last = |ip: &str| ip.rsplit('.').next().unwrap().parse::<u8>().unwrap();
+    let custom = ip(&tour_pods, "custom-a");
+    assert!(
+        custom.starts_with("10.66.0.") && last(&custom) > 10,
+        "excludeIps: {custom}"
+    );
+    let pooled = ip(&tour_pods, "pool-a");
+    assert!(
+        pooled.starts_with("10.66.0.") && (100..=120).contains(&last(&pooled)),
+        "pool: {pooled}"
+    );
+    for p in pods_in(&sb, "bound") {
+        let ip = p["status"]["podIP"].as_str().unwrap();
+        assert!(ip.starts_with("10.67.0."), "namespace-bound subnet: {p}");
+    }
+    let private = ip(&pods_in(&sb, "private"), "private-a");
+    assert!(private.starts_with("10.68.0."), "{private}");
+    let ping = |from: &str, ns: &str, to: &str| {
+        sb.kubectl(&[
+            "-n", ns, "exec", from, "--", "ping", "-c", "1", "-W", "2", to,
+        ])
+        .status
+        .success()
+    };
+    assert!(ping("web-static", "tour", &pooled), "across subnets");
+    assert!(
+        !ping("web-static", "tour", &private),
+        "the private subnet isolates"
+    );
+
+    // the rate limit's rows on the node running `limited` (linux-htb QoS and Queue)
+    let node = field(&tour_pods, "limited", &["spec", "nodeName"]);
+    let state: Value =
+        serde_json::from_slice(&std::fs::read(sb.state().join("sandbox.json")).unwrap()).unwrap();
+    let ovs = state["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == node.as_str())
+        .and_then(|n| n["ovs_remote"].as_str())
+        .unwrap()
+        .to_string();
+    let queues = ovn_harness::run(
+        "ovs-vsctl",
+        &[
+            &format!("--db={ovs}"),
+            "--bare",
+            "--columns=other_config",
+            "list",
+            "Queue",
+        ],
+    )
+    .unwrap();
+    assert!(queues.contains("max-rate=10000000"), "Queue rows: {queues}");
+
+    // the Service's ClusterIP answers with a backend's name (the responder's)
+    let svc = sb.kubectl(&[
+        "-n",
+        "tour",
+        "get",
+        "svc",
+        "web",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    let vip = String::from_utf8_lossy(&svc.stdout).trim().to_string();
+    assert!(!vip.is_empty(), "{}", text(&svc));
+    let script = format!("exec 3<>/dev/tcp/{vip}/80; timeout 3 cat <&3");
+    let start = Instant::now();
+    let answer = loop {
+        let out = sb.kubectl(&[
+            "-n", "tour", "exec", "custom-a", "--", "bash", "-c", &script,
+        ]);
+        let answer = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if answer.starts_with("web-") {
+            break answer;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "ClusterIP {vip}: {}",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(
+        tour_pods
+            .iter()
+            .any(|p| p["metadata"]["name"] == answer.as_str()),
+        "{answer} is not a pod of the Deployment"
+    );
+
+    let matrix = sb.sandbox(&["matrix", "--json"]);
+    assert!(matrix.status.success(), "matrix: {}", text(&matrix));
+    let report: Value = serde_json::from_slice(&matrix.stdout).unwrap();
+    assert_eq!(report["mismatches"], 0);
+    // 8 pods (private-a is left out) x 8 x 2 ports x 2 protocols
+    assert_eq!(
+        report["probes"].as_array().unwrap().len(),
+        256,
+        "{}",
+        report["left_out"]
+    );
+    let denied = report["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["observed"] == false)
+        .count();
+    assert!(denied > 0, "the policies deny something");
+    sb.down_and_check(&record);
 }

@@ -6,7 +6,7 @@
 //! the OVN central and the simulated nodes ([`ovn_harness::Cluster`]), the embedded
 //! API server, `kube-ovn-controller`, one `kube-ovn-daemon` per node, and, as tasks
 //! of its own, the node agents, the scheduler, the workload and EndpointSlice
-//! controllers, and each node's host side (`ovn0` on the join network). It records every pid in the state directory ([`SandboxRecord`]) and
+//! controllers, a ClusterIP allocator, and each node's host side (`ovn0` on the join network). It records every pid in the state directory ([`SandboxRecord`]) and
 //! writes `sandbox.json` for `kubectl ko`. On SIGTERM it stops them all.
 //!
 //! `down` asks the supervisor to stop, then kills by pid whatever of its process group
@@ -22,6 +22,7 @@ mod node_boot;
 mod probe;
 mod process;
 mod record;
+mod service_ips;
 mod status;
 mod supervisor;
 mod up;

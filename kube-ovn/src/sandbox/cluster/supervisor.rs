@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use super::error::SandboxError;
 use super::layout::{Names, StateLayout};
-use super::node_boot::{keep_node_converged, NodeHost};
+use super::node_boot::{keep_node_converged, keep_pod_qos, NodeHost};
 use super::process::{log_tail, stop};
 use super::record::SandboxRecord;
 use crate::ko::target::{SandboxNode, SandboxState};
@@ -283,6 +283,9 @@ async fn start(
         };
         running
             .tasks
+            .push(tokio::spawn(keep_pod_qos(client.clone(), host.clone())));
+        running
+            .tasks
             .push(tokio::spawn(keep_node_converged(client.clone(), host)));
         ko_nodes.push(SandboxNode {
             name: node.name().to_string(),
@@ -294,6 +297,10 @@ async fn start(
     running
         .tasks
         .push(tokio::spawn(run_controllers(client.clone(), RESYNC)));
+    running.tasks.push(tokio::spawn(super::service_ips::run(
+        client.clone(),
+        RESYNC,
+    )));
     wait_default_subnet(&client, running.controller.as_mut().expect("set above")).await?;
     SandboxState {
         nb_remote: nb,
