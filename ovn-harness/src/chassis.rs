@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{wait_until, Daemon, HarnessError};
+use crate::process::{wait_until, Daemon, HarnessError, ProcessInfo};
 use crate::server::{Db, OvsdbServer};
 
 /// How a chassis is set up.
@@ -213,6 +213,36 @@ impl Chassis {
     /// The configuration it was started with.
     pub fn config(&self) -> &ChassisConfig {
         &self.config
+    }
+
+    /// ovn-controller, ovs-vswitchd and the local ovsdb-server as records (those
+    /// running); they share one directory.
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        let dir = self.db.dir();
+        let name = &self.config.name;
+        let record = |what: &str, pid: Option<u32>| {
+            pid.map(|pid| ProcessInfo {
+                name: format!("{what} {name}"),
+                pid,
+                dir: dir.to_path_buf(),
+            })
+        };
+        [
+            record(
+                "ovn-controller",
+                self.controller.as_ref().and_then(Daemon::pid),
+            ),
+            record("ovs-vswitchd", self.vswitchd.as_ref().and_then(Daemon::pid)),
+            record("ovsdb-server", self.db.pid()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The directory of its database, sockets, control sockets and logs.
+    pub fn dir(&self) -> &Path {
+        self.db.dir()
     }
 
     /// The namespace vswitchd runs in, if any.

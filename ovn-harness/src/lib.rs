@@ -36,7 +36,7 @@ pub use node::{
     UNDERLAY_NIC, UNDERLAY_PREFIX,
 };
 pub use pki::{OvsPki, Pki, TlsFiles};
-pub use process::{Daemon, HarnessError};
+pub use process::{Daemon, HarnessError, ProcessInfo};
 pub use server::{Db, Northd, OvnCentral, OvsdbServer, RaftCluster};
 
 use std::path::Path;

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::chassis::{Chassis, ChassisConfig};
-use crate::process::HarnessError;
+use crate::process::{HarnessError, ProcessInfo};
 use crate::server::OvnCentral;
 
 /// MTU of the underlay links: pods keep 1500 under GENEVE's 58 bytes.
@@ -385,6 +385,15 @@ impl Cluster {
     /// The shared underlay.
     pub fn underlay(&self) -> &Underlay {
         &self.underlay
+    }
+
+    /// Every daemon of the cluster as a record: the central's, then each node's.
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        let mut all = self.central.processes();
+        for node in &self.nodes {
+            all.extend(node.chassis.processes());
+        }
+        all
     }
 
     /// `ovn-nbctl --db=NB --timeout=20 ARGS...`.

@@ -43,6 +43,20 @@ pub enum HarnessError {
     Unexpected(String),
 }
 
+/// One running daemon as a record outside the value that owns it: enough for another
+/// process (the sandbox's `down` after its supervisor was killed) to stop it by pid and
+/// remove its files, checking first that the pid still names that daemon.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessInfo {
+    /// What it is (`ovsdb-server nb`, `ovs-vswitchd n1`, ...).
+    pub name: String,
+    /// Its process id.
+    pub pid: u32,
+    /// The directory holding its database, sockets and log; it appears on the
+    /// daemon's command line, so a reused pid can be told apart.
+    pub dir: PathBuf,
+}
+
 /// A daemon started in the foreground as our child. Dropping it stops it.
 #[derive(Debug)]
 pub struct Daemon {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::pki::TlsFiles;
+use crate::process::ProcessInfo;
 use crate::process::{free_port, log_tail, wait_until, Daemon, HarnessError};
 
 /// A database schema shipped by Debian's packages.
@@ -508,6 +509,11 @@ impl Northd {
     pub fn pid(&self) -> Option<u32> {
         self.daemon.pid()
     }
+
+    /// The directory holding its control socket and log.
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
 }
 
 /// The central part of OVN: NB and SB ovsdb-servers with ovn-northd between them.
@@ -544,5 +550,24 @@ impl OvnCentral {
     /// The SB database's unix remote.
     pub fn sb_remote(&self) -> String {
         self.sb.unix_remote()
+    }
+
+    /// NB, SB and northd as records (those running).
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        let record = |name: &str, pid: Option<u32>, dir: &Path| {
+            pid.map(|pid| ProcessInfo {
+                name: name.to_string(),
+                pid,
+                dir: dir.to_path_buf(),
+            })
+        };
+        [
+            record("ovn-northd", self.northd.pid(), self.northd.dir()),
+            record("ovsdb-server nb", self.nb.pid(), self.nb.dir()),
+            record("ovsdb-server sb", self.sb.pid(), self.sb.dir()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }

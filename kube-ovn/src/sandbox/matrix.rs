@@ -292,6 +292,23 @@ pub async fn load_cluster(
     directory: &super::runtime::PodDirectory,
     namespaces: &[String],
 ) -> Result<(Vec<ProbePod>, Evaluator), MatrixError> {
+    load_cluster_with(client, namespaces, |pod| {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        directory.get(ns, name).map(|entry| entry.netns)
+    })
+    .await
+}
+
+/// The pods (of `namespaces`, all when empty) for which `netns_of` names a network
+/// namespace to probe from, and an evaluator of the cluster's NetworkPolicies. A
+/// process that does not run the pods itself (the sandbox's `matrix` command) finds
+/// their namespaces by the node agent's naming.
+pub async fn load_cluster_with(
+    client: &kube::Client,
+    namespaces: &[String],
+    mut netns_of: impl FnMut(&k8s_openapi::api::core::v1::Pod) -> Option<PathBuf>,
+) -> Result<(Vec<ProbePod>, Evaluator), MatrixError> {
     use k8s_openapi::api::core::v1::{Namespace, Pod};
     use k8s_openapi::api::networking::v1::NetworkPolicy;
     use kube::api::{Api, ListParams};
@@ -324,14 +341,15 @@ pub async fn load_cluster(
     let mut out = Vec::new();
     for pod in pods {
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let wanted = namespaces.is_empty() || namespaces.contains(&ns);
-        let Some(entry) = directory.get(&ns, &name).filter(|_| wanted) else {
+        if !(namespaces.is_empty() || namespaces.contains(&ns)) {
+            continue;
+        }
+        let Some(netns) = netns_of(&pod) else {
             continue;
         };
         out.push(ProbePod {
             info: pod_info(&pod),
-            netns: entry.netns,
+            netns,
         });
     }
     out.sort_by_key(|p| pod_id(&p.info));

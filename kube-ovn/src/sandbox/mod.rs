@@ -2,9 +2,12 @@
 //! cannot run: a scheduler, the Deployment and ReplicaSet controllers, a
 //! node agent in place of kubelet and a container runtime (network
 //! namespaces, the real CNI path, a responder per pod), an independent
-//! NetworkPolicy evaluator and a prober that checks the datapath against it.
+//! NetworkPolicy evaluator and a prober that checks the datapath against it;
+//! and [`cluster`], which composes them with OVN, the controller and the
+//! daemons into the `kube-ovn-sandbox` command.
 
 pub mod agent;
+pub mod cluster;
 pub mod controllers;
 pub mod endpointslices;
 pub mod matrix;

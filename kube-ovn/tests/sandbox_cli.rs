@@ -1,0 +1,568 @@
+//! The `kube-ovn-sandbox` binary as a person runs it: `up --nodes 2` in a temporary
+//! state directory with a small manifest set, pods Running on both nodes, a
+//! cross-node ping through `kubectl exec`, `status`, `matrix`, `down` with nothing
+//! left behind, `up` again from the same directory, and `down` after an `up` whose
+//! supervisor was killed half-way.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use kube_ovn::sandbox::cluster::SandboxRecord;
+use serde_json::Value;
+
+const SANDBOX: &str = env!("CARGO_BIN_EXE_kube-ovn-sandbox");
+const TOOLS: &[&str] = &[
+    "ovsdb-server",
+    "ovsdb-tool",
+    "ovs-vswitchd",
+    "ovs-vsctl",
+    "ovn-northd",
+    "ovn-controller",
+    "ovn-nbctl",
+    "ovn-sbctl",
+    "ip",
+    "ping",
+    "kubectl",
+    "/usr/lib/cni/portmap",
+];
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: cli, labels: {name: cli}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {namespace: cli, name: a, labels: {app: a}}
+spec:
+  containers:
+    - name: serve
+      image: agnhost
+      ports: [{name: http, containerPort: 80, protocol: TCP}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {namespace: cli, name: b, labels: {app: b}}
+spec:
+  containers:
+    - name: serve
+      image: agnhost
+      ports: [{name: http, containerPort: 80, protocol: TCP}]
+"#;
+
+/// One sandbox under test: its state directory and name prefix. Dropping it runs
+/// `down`, so a failing test leaves nothing running.
+struct Sandbox {
+    dir: tempfile::TempDir,
+    prefix: String,
+    manifest: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manifest = dir.path().join("manifest.yaml");
+        std::fs::write(&manifest, MANIFEST).unwrap();
+        Sandbox {
+            prefix: ovn_harness::unique_tag("s"),
+            dir,
+            manifest,
+        }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn sandbox(&self, args: &[&str]) -> Output {
+        Command::new(SANDBOX)
+            .arg("--state-dir")
+            .arg(self.state())
+            .args(args)
+            .output()
+            .expect("run kube-ovn-sandbox")
+    }
+
+    fn up_command(&self) -> Command {
+        self.up_with(&self.manifest)
+    }
+
+    fn up_with(&self, manifest: &std::path::Path) -> Command {
+        let mut cmd = Command::new(SANDBOX);
+        cmd.arg("--state-dir")
+            .arg(self.state())
+            .args([
+                "up",
+                "--nodes",
+                "2",
+                "--prefix",
+                &self.prefix,
+                "--timeout",
+                "120",
+            ])
+            .arg(manifest);
+        cmd
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(self.state().join("kubeconfig"))
+            .args(args)
+            .env("HOME", self.dir.path())
+            .output()
+            .expect("run kubectl")
+    }
+
+    fn record(&self) -> Option<SandboxRecord> {
+        SandboxRecord::load(&self.state().join("sandbox-processes.json")).unwrap()
+    }
+
+    /// Namespaces with our prefix that still exist.
+    fn namespaces(&self) -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&self.prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Live processes whose command line names our state directory, or one of the
+    /// recorded processes still running.
+    fn processes(&self, record: &SandboxRecord) -> Vec<String> {
+        let state = self.state().display().to_string();
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+            let recorded = record
+                .processes
+                .iter()
+                .any(|p| p.pid == pid && line.contains(&*p.dir.to_string_lossy()));
+            let ours = (line.contains(&state) && pid != std::process::id()) || recorded;
+            if ours && !is_zombie(pid) {
+                out.push(format!("{pid}: {line}"));
+            }
+        }
+        out
+    }
+
+    /// `down`, then checks that nothing of `record` is left.
+    fn down_and_check(&self, record: &SandboxRecord) {
+        let out = self.sandbox(&["down"]);
+        assert!(out.status.success(), "down: {}", text(&out));
+        assert_eq!(self.namespaces(), Vec::<String>::new(), "namespaces left");
+        // `ip netns add` bind-mounts each namespace under /run/netns
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let ours: Vec<&str> = mounts
+            .lines()
+            .filter(|l| l.contains(&format!("/run/netns/{}", self.prefix)))
+            .collect();
+        assert!(ours.is_empty(), "mounts left: {ours:?}");
+        assert_eq!(
+            self.processes(record),
+            Vec::<String>::new(),
+            "processes left"
+        );
+        for p in &record.processes {
+            if p.dir.to_string_lossy().starts_with("/tmp/ovn-h.") {
+                assert!(!p.dir.exists(), "{} left", p.dir.display());
+            }
+        }
+        assert!(!self.state().join("sandbox.json").exists());
+        assert!(!self.state().join("kubeconfig").exists());
+        let again = self.sandbox(&["down"]);
+        assert!(again.status.success(), "second down: {}", text(&again));
+        assert!(
+            String::from_utf8_lossy(&again.stdout).contains("nothing to stop"),
+            "{}",
+            text(&again)
+        );
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = self.sandbox(&["down"]);
+    }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn pods(sb: &Sandbox) -> Vec<Value> {
+    pods_in(sb, "cli")
+}
+
+fn pods_in(sb: &Sandbox, namespace: &str) -> Vec<Value> {
+    let out = sb.kubectl(&["get", "pods", "-n", namespace, "-o", "json"]);
+    assert!(out.status.success(), "kubectl get pods: {}", text(&out));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn up_and_check(sb: &Sandbox) -> SandboxRecord {
+    let out = sb.up_command().output().expect("run up");
+    assert!(out.status.success(), "up: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("export KUBECONFIG="), "{stdout}");
+    assert!(stdout.contains("2 pods Running"), "{stdout}");
+    let record = sb.record().expect("a record after up");
+    assert!(record.ready);
+    let pods = pods(sb);
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    let mut nodes: Vec<&str> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 2, "one pod per node: {nodes:?}");
+    for p in &pods {
+        assert_eq!(p["status"]["phase"], "Running", "{p}");
+        assert!(
+            p["status"]["podIP"]
+                .as_str()
+                .is_some_and(|ip| ip.starts_with("10.16.")),
+            "{p}"
+        );
+    }
+    record
+}
+
+#[test]
+fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
+    if !ovn_harness::require_root(TOOLS) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let record = up_and_check(&sb);
+
+    // a cross-node ping from a to b, through kubectl exec into a's network namespace
+    let b_ip = pods(&sb)
+        .iter()
+        .find(|p| p["metadata"]["name"] == "b")
+        .and_then(|p| p["status"]["podIP"].as_str().map(str::to_string))
+        .unwrap();
+    let ping = sb.kubectl(&[
+        "-n", "cli", "exec", "a", "--", "ping", "-c", "2", "-W", "5", &b_ip,
+    ]);
+    assert!(ping.status.success(), "ping a -> b: {}", text(&ping));
+
+    // up again while it runs: says so, re-applies
+    let again = sb.up_command().output().unwrap();
+    assert!(again.status.success(), "second up: {}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("already running"),
+        "{}",
+        text(&again)
+    );
+
+    let status = sb.sandbox(&["status"]);
+    assert!(status.status.success(), "status: {}", text(&status));
+    let shown = String::from_utf8_lossy(&status.stdout);
+    let wanted = [
+        format!("{}n1", sb.prefix),
+        format!("{}n2", sb.prefix),
+        "ovn-default".to_string(),
+        b_ip.clone(),
+    ];
+    for want in &wanted {
+        assert!(shown.contains(want), "{want} not in status:\n{shown}");
+    }
+    let pod_lines: Vec<&str> = shown.lines().filter(|l| l.starts_with("cli ")).collect();
+    assert_eq!(pod_lines.len(), 2, "{shown}");
+    assert!(
+        pod_lines.iter().all(|l| l.trim_end().ends_with("true")),
+        "ovn-installed: {shown}"
+    );
+
+    let matrix = sb.sandbox(&["matrix", "--ports", "80", "--protocols", "tcp", "--json"]);
+    assert!(matrix.status.success(), "matrix: {}", text(&matrix));
+    let report: Value = serde_json::from_slice(&matrix.stdout).unwrap();
+    assert_eq!(report["mismatches"], 0, "{report}");
+    let probes = report["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 4, "{report}");
+    assert!(probes.iter().all(|p| p["observed"] == true), "{report}");
+
+    // kubectl ko finds the sandbox by its state directory; every check passes once
+    // the nodes' ovn0 have converged (the supervisor does it in the background)
+    let start = Instant::now();
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ko"))
+            .args(["diagnose", "all"])
+            .env("KUBE_OVN_SANDBOX", sb.state())
+            .output()
+            .unwrap();
+        if out.status.success() {
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(", 0 failed"),
+                "{}",
+                text(&out)
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "kubectl ko diagnose all: {}",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    sb.down_and_check(&record);
+
+    // the same state directory again
+    let record = up_and_check(&sb);
+    sb.down_and_check(&record);
+
+    // `up` killed half-way: its supervisor (and `up`) SIGKILLed once OVN runs
+    let mut up = sb.up_command().spawn().unwrap();
+    let start = Instant::now();
+    let half = loop {
+        if let Some(r) = sb.record().filter(|r| !r.processes.is_empty()) {
+            break r;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "up never started OVN"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(half.supervisor as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = up.kill();
+    let _ = up.wait();
+    assert!(
+        !sb.namespaces().is_empty(),
+        "the killed sandbox had namespaces"
+    );
+    assert!(
+        !sb.processes(&half).is_empty(),
+        "the killed sandbox left processes to stop"
+    );
+    sb.down_and_check(&half);
+}
+
+/// Bad input fails before anything starts, naming the offender; commands on a state
+/// directory without a sandbox say so.
+#[test]
+fn bad_input_names_the_offender() {
+    let sb = Sandbox::new();
+    let fails = |args: &[&str]| {
+        let out = sb.sandbox(args);
+        assert!(!out.status.success(), "{args:?} succeeded: {}", text(&out));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = fails(&["up", "--nodes", "0"]);
+    assert!(err.contains("--nodes must be 1 to 16, not 0"), "{err}");
+    let err = fails(&["up", "--nodes", "two"]);
+    assert!(err.contains("--nodes"), "{err}");
+    let bad = sb.dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n",
+    )
+    .unwrap();
+    let err = fails(&["up", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("bad.yaml") && err.contains("Pod has no metadata.name"),
+        "{err}"
+    );
+    let missing = sb.dir.path().join("missing.yaml");
+    let err = fails(&["up", missing.to_str().unwrap()]);
+    assert!(
+        err.contains("cannot read manifest") && err.contains("missing.yaml"),
+        "{err}"
+    );
+    // nothing was started by any of these
+    assert_eq!(sb.namespaces(), Vec::<String>::new());
+    assert!(sb.record().is_none());
+    for command in ["status", "matrix"] {
+        let err = fails(&[command]);
+        assert!(
+            err.contains("no sandbox in") && err.contains("sandbox.json is missing"),
+            "{command}: {err}"
+        );
+    }
+    let err = fails(&["matrix", "--protocols", "sctp"]);
+    assert!(err.contains("\"sctp\" is not tcp or udp"), "{err}");
+    let out = sb.sandbox(&["down"]);
+    assert!(
+        out.status.success(),
+        "down with nothing running: {}",
+        text(&out)
+    );
+}
+
+/// The tour in `examples/sandbox`, the README's default: every feature it shows is
+/// there (static address and MAC, excludeIps, the IP pool, the namespace-bound and the
+/// private subnet, the rate limit's OVS rows, the Service balancing to the
+/// Deployment's pods), and the whole matrix (80, 81 x TCP, UDP) matches the policies.
+#[test]
+fn the_tour_in_examples_runs_every_feature() {
+    if !ovn_harness::require_root(TOOLS) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let tour = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sandbox");
+    let out = sb.up_with(&tour).output().unwrap();
+    assert!(out.status.success(), "up: {}", text(&out));
+    let record = sb.record().unwrap();
+    let field = |pods: &[Value], name: &str, path: &[&str]| -> String {
+        let pod = pods
+            .iter()
+            .find(|p| p["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no pod {name}"));
+        let mut v = pod;
+        for key in path {
+            v = &v[*key];
+        }
+        v.as_str().unwrap_or_default().to_string()
+    };
+    let ip = |pods: &[Value], name: &str| field(pods, name, &["status", "podIP"]);
+    let tour_pods = pods_in(&sb, "tour");
+    assert_eq!(ip(&tour_pods, "web-static"), "10.16.0.50");
+    let mac = field(
+        &tour_pods,
+        "web-static",
+        &["metadata", "annotations", "ovn.kubernetes.io/mac_address"],
+    );
+    assert_eq!(mac, "00:00:00:53:00:50");
+    let last = |ip: &str| ip.rsplit('.').next().unwrap().parse::<u8>().unwrap();
+    let custom = ip(&tour_pods, "custom-a");
+    assert!(
+        custom.starts_with("10.66.0.") && last(&custom) > 10,
+        "excludeIps: {custom}"
+    );
+    let pooled = ip(&tour_pods, "pool-a");
+    assert!(
+        pooled.starts_with("10.66.0.") && (100..=120).contains(&last(&pooled)),
+        "pool: {pooled}"
+    );
+    for p in pods_in(&sb, "bound") {
+        let ip = p["status"]["podIP"].as_str().unwrap();
+        assert!(ip.starts_with("10.67.0."), "namespace-bound subnet: {p}");
+    }
+    let private = ip(&pods_in(&sb, "private"), "private-a");
+    assert!(private.starts_with("10.68.0."), "{private}");
+    let ping = |from: &str, ns: &str, to: &str| {
+        sb.kubectl(&[
+            "-n", ns, "exec", from, "--", "ping", "-c", "1", "-W", "2", to,
+        ])
+        .status
+        .success()
+    };
+    assert!(ping("web-static", "tour", &pooled), "across subnets");
+    assert!(
+        !ping("web-static", "tour", &private),
+        "the private subnet isolates"
+    );
+
+    // the rate limit's rows on the node running `limited` (linux-htb QoS and Queue)
+    let node = field(&tour_pods, "limited", &["spec", "nodeName"]);
+    let state: Value =
+        serde_json::from_slice(&std::fs::read(sb.state().join("sandbox.json")).unwrap()).unwrap();
+    let ovs = state["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == node.as_str())
+        .and_then(|n| n["ovs_remote"].as_str())
+        .unwrap()
+        .to_string();
+    let queues = ovn_harness::run(
+        "ovs-vsctl",
+        &[
+            &format!("--db={ovs}"),
+            "--bare",
+            "--columns=other_config",
+            "list",
+            "Queue",
+        ],
+    )
+    .unwrap();
+    assert!(queues.contains("max-rate=10000000"), "Queue rows: {queues}");
+
+    // the Service's ClusterIP answers with a backend's name (the responder's)
+    let svc = sb.kubectl(&[
+        "-n",
+        "tour",
+        "get",
+        "svc",
+        "web",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    let vip = String::from_utf8_lossy(&svc.stdout).trim().to_string();
+    assert!(!vip.is_empty(), "{}", text(&svc));
+    let script = format!("exec 3<>/dev/tcp/{vip}/80; timeout 3 cat <&3");
+    let start = Instant::now();
+    let answer = loop {
+        let out = sb.kubectl(&[
+            "-n", "tour", "exec", "custom-a", "--", "bash", "-c", &script,
+        ]);
+        let answer = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if answer.starts_with("web-") {
+            break answer;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "ClusterIP {vip}: {}",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(
+        tour_pods
+            .iter()
+            .any(|p| p["metadata"]["name"] == answer.as_str()),
+        "{answer} is not a pod of the Deployment"
+    );
+
+    let matrix = sb.sandbox(&["matrix", "--json"]);
+    assert!(matrix.status.success(), "matrix: {}", text(&matrix));
+    let report: Value = serde_json::from_slice(&matrix.stdout).unwrap();
+    assert_eq!(report["mismatches"], 0);
+    // 8 pods (private-a is left out) x 8 x 2 ports x 2 protocols
+    assert_eq!(
+        report["probes"].as_array().unwrap().len(),
+        256,
+        "{}",
+        report["left_out"]
+    );
+    let denied = report["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["observed"] == false)
+        .count();
+    assert!(denied > 0, "the policies deny something");
+    sb.down_and_check(&record);
+}
