@@ -203,6 +203,22 @@ async fn a_subnet_gets_its_switch_router_ports_and_namespaces_once() {
         (ConditionStatus::True, "ValidateLogicalSwitchSuccess")
     );
     assert_eq!(condition(&stored, READY).0, ConditionStatus::True);
+    // Kube-OVN's defaults written into the empty spec fields; written ones kept
+    assert!(report.spec_defaulted);
+    let spec = serde_json::to_value(&stored.spec).unwrap();
+    for (field, value) in [
+        ("provider", "ovn"),
+        ("vpc", "ovn-cluster"),
+        ("protocol", "IPv4"),
+        ("gatewayType", "distributed"),
+        ("gateway", "10.66.0.1"),
+    ] {
+        assert_eq!(spec[field], value, "spec.{field} in {spec}");
+    }
+    assert_eq!(
+        stored.spec.exclude_ips,
+        ["10.66.0.100..10.66.0.110", "10.66.0.200"]
+    );
 
     // the second reconcile, on the stored object, writes nothing anywhere
     let before = subnet_tables(remote);

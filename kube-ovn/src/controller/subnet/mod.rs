@@ -4,12 +4,14 @@
 //! them together behind the finalizer; [`gateway`] keeps a centralized gateway's
 //! policy (the distributed gateway's per-node rows are the node reconciler's).
 //!
-//! Not done yet: the status usage counts (`v4usingIPs`, `v4availableIPs`, ...) wait
-//! for IPAM to be wired in; ACLs, DHCP options, load balancers on the switch, the
-//! 31000 allow policy, `gatewayNodeSelectors`, underlay (vlan) and non-`ovn`
-//! providers are not written.
+//! [`defaults`] writes Kube-OVN's defaults into empty spec fields, [`acl`] the subnet's
+//! ACLs (private, allowSubnets, allowEWTraffic, `spec.acls`).
+//!
+//! Not done yet: DHCP options, the 31000 allow policy, `gatewayNodeSelectors`, underlay
+//! (vlan) and non-`ovn` providers (refused by validation, naming the field).
 
 pub mod acl;
+pub mod defaults;
 pub mod desired;
 pub mod gateway;
 pub mod namespaces;

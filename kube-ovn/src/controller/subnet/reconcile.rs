@@ -107,6 +107,8 @@ pub struct ApplyReport {
     pub status_written: bool,
     /// Namespaces whose binding annotations were patched.
     pub namespaces_patched: usize,
+    /// Whether Kube-OVN's defaults were written into empty spec fields.
+    pub spec_defaulted: bool,
     /// Why the centralized gateway was left as it was (reported in the conditions).
     pub gateway_problem: Option<GatewayProblem>,
 }
@@ -114,7 +116,7 @@ pub struct ApplyReport {
 impl ApplyReport {
     /// Whether the apply changed anything anywhere.
     pub fn wrote_anything(&self) -> bool {
-        self.nb_ops > 0 || self.status_written || self.namespaces_patched > 0
+        self.nb_ops > 0 || self.status_written || self.namespaces_patched > 0 || self.spec_defaulted
     }
 }
 
@@ -307,6 +309,7 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
             report.invalid = Some(invalid);
         }
         Ok(valid) => {
+            report.spec_defaulted = write_spec_defaults(ctx, subnet, &valid).await?;
             register_in_ipam(ctx, subnet);
             report.nb_ops = write_nb(ctx, &valid).await?;
             report.nb_ops += super::acl::write_acls(ctx, subnet, &valid).await?;
@@ -331,6 +334,28 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
     }
     tracing::info!(subnet = %name, ?report, "subnet reconciled");
     Ok(report)
+}
+
+/// Writes the defaults Kube-OVN writes into a valid Subnet's empty spec fields
+/// ([`super::defaults`]); the write brings one more, quiet, reconcile.
+async fn write_spec_defaults(
+    ctx: &SubnetContext,
+    subnet: &Subnet,
+    valid: &ValidSubnet,
+) -> Result<bool, SubnetError> {
+    let Some(patch) = super::defaults::missing_spec_defaults(subnet, valid) else {
+        return Ok(false);
+    };
+    let name = name_of(subnet);
+    Api::<Subnet>::all(ctx.client.clone())
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| SubnetError::Write {
+            subnet: name.clone(),
+            what: "spec defaults",
+            source,
+        })?;
+    Ok(true)
 }
 
 /// Makes the IPAM know a valid Subnet's addresses. Validation already checked what the
