@@ -160,6 +160,9 @@ async fn nodes_get_join_addresses_ports_policies_and_annotations_once() {
     assert!(r1.nb_ops > 0 && r1.annotations_patched);
     let (ip1, ip2) = (r1.join.v4.unwrap(), r2.join.v4.unwrap());
     assert_ne!(ip1, ip2);
+    // the join subnet's usage counts its nodes
+    let join_status = get_subnet(client, "join").await.status.unwrap();
+    assert_eq!(join_status.v4_using_ips.map(|c| c.0), Some(2));
 
     let a1 = node_annotations(client, "n1").await;
     assert!(a1.is_allocated());

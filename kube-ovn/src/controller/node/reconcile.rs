@@ -89,6 +89,17 @@ pub enum NodeError {
         #[source]
         source: kube::Error,
     },
+    /// Writing the join subnet's usage figures (its status) failed.
+    #[error("node {node}: writing the usage of subnet {subnet} failed")]
+    Usage {
+        /// The node.
+        node: String,
+        /// The join subnet.
+        subnet: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
     /// Adding or removing the finalizer failed, or the step it guards did.
     #[error("node {node}: finalizer {FINALIZER}")]
     Finalizer {
@@ -297,6 +308,7 @@ pub async fn apply(ctx: &Context, node: &Node) -> Result<NodeReport, NodeError> 
     let chassis = chassis(ctx, &name).await?;
     let wanted = desired_annotations(ctx, &name, parsed, &join, chassis.clone());
     let annotations_patched = patch_annotations(ctx, &name, &before, &wanted).await?;
+    write_join_usage(ctx, &name).await?;
     let report = NodeReport {
         join,
         nb_ops,
@@ -331,7 +343,22 @@ pub async fn cleanup(ctx: &Context, node: &Node) -> Result<(), NodeError> {
     // an unknown join subnet holds nothing to release
     let released = ctx.ipam.release(subnet, &owners::node_owner(&name)).ok();
     tracing::info!(node = %name, ?released, "node rows removed");
-    Ok(())
+    write_join_usage(ctx, &name).await
+}
+
+/// Keeps the join Subnet's usage figures (`v4usingIPs`, ...) current: nodes are what
+/// use its addresses, as pods use other subnets'.
+async fn write_join_usage(ctx: &Context, node: &str) -> Result<(), NodeError> {
+    let subnet = &ctx.config.node_switch.name;
+    let api = Api::<Subnet>::all(ctx.client.clone());
+    crate::controller::pod::status::write_usage(&api, &ctx.ipam, subnet)
+        .await
+        .map(drop)
+        .map_err(|source| NodeError::Usage {
+            node: node.to_string(),
+            subnet: subnet.clone(),
+            source,
+        })
 }
 
 /// The reconcile `kube::runtime::Controller` runs: finalizer first, then [`apply`]
