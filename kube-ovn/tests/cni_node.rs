@@ -10,7 +10,7 @@ mod env;
 use std::process::Output;
 use std::time::Duration;
 
-use env::{container_id, Env, PodNetns, OVN_DEFAULT, SECOND};
+use env::{container_id, tcp_exchange, Env, PodNetns, OVN_DEFAULT, SECOND};
 use kube_ovn::annotations::{AnnotationMap, PodNetwork, Provider, Route, Routes};
 
 fn stdout_json(out: &Output) -> serde_json::Value {
@@ -188,24 +188,6 @@ async fn pods_talk_through_ovn_and_del_removes_everything() {
         ok(cni(&env, "DEL", id, "", ns, pod).await);
     }
     assert_eq!(env.ports(), vec!["ovn0".to_string()]);
-}
-
-/// A TCP server in `server` on `ip:8080` answers "pong"; the client in `client` reads it.
-fn tcp_exchange(server: &PodNetns, ip: &str, client: &PodNetns) -> String {
-    let script = format!(
-        "import socket\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-         s.bind(('{ip}',8080))\ns.listen(1)\ns.settimeout(20)\nc,_=s.accept()\nc.sendall(b'pong')\nc.close()\n"
-    );
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", &server.name, "python3", "-c", &script])
-        .spawn()
-        .expect("server");
-    let client_script = format!(
-        "import socket,time\nfor i in range(100):\n  try:\n    c=socket.create_connection(('{ip}',8080),timeout=2)\n    break\n  except OSError:\n    time.sleep(0.1)\nprint(c.recv(10).decode(),end='')\n"
-    );
-    let out = client.exec(&["python3", "-c", &client_script]);
-    let _ = child.wait();
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
