@@ -4,10 +4,8 @@
 //!
 //! | step | `ip` equivalent |
 //! |---|---|
-//! | create pair | `ip link add H mtu M type veth peer name C mtu M` |
+//! | create pair | `ip link add H mtu M type veth peer name eth0 mtu M netns NS` |
 //! | host end | `ip link set H master BR up` |
-//! | move | `ip link set C netns NS` |
-//! | rename | `ip -n NS link set C name eth0` |
 //! | sysctls | `sysctl -w net.ipv6.conf.{all,default,eth0}.{disable_ipv6,accept_ra}=0` |
 //! | up | `ip -n NS link set lo up; ip -n NS link set eth0 up` |
 //! | IPv4 probe | `arping -D` |
@@ -16,6 +14,10 @@
 //! | routes | `ip -n NS route add default via GW`, extra routes |
 //! | offload | `ethtool -K eth0 tx off` |
 //! | gateway | `arping GW` / neighbour solicitation |
+//!
+//! The pod end is created inside the pod's namespace under its final name, not created
+//! on the host and moved: moving a link waits for an RCU grace period under the RTNL
+//! lock (20-30 ms here, and concurrent ADDs queue behind it).
 //!
 //! Once the pair exists, any failure (or panic) deletes the host end, which
 //! takes the peer with it wherever it is, so no half-made pod remains.
@@ -61,8 +63,13 @@ pub(crate) async fn run(pod: PodInterface) -> Result<SetupReport, Error> {
         host_mac: pod.host.mac,
         peer_mac: pod.container.mac,
     };
-    host.create_veth(&pod.host.name, &pod.container.temp_name, &settings)
-        .await?;
+    // the pod end is born in the pod's namespace under its final name
+    if let Err(err) = host
+        .create_veth(&pod.host.name, &pod.container.name, Some(&ns), &settings)
+        .await
+    {
+        return Err(name_the_clash(err, &host, &ns, &pod).await);
+    }
     let outcome = AssertUnwindSafe(configure(&host, &ns, &pod))
         .catch_unwind()
         .await;
@@ -80,6 +87,25 @@ pub(crate) async fn run(pod: PodInterface) -> Result<SetupReport, Error> {
     }
 }
 
+/// The kernel's EEXIST does not say which of the two names is taken: when the host
+/// end's name is free, it is the pod end's, inside the pod's namespace; say so.
+async fn name_the_clash(err: Error, host: &Nl, ns: &Netns, pod: &PodInterface) -> Error {
+    if err.errno() != Some(nix::errno::Errno::EEXIST) {
+        return err;
+    }
+    match host.find(&pod.host.name).await {
+        Ok(None) => Error::step(
+            Step::CreateVeth,
+            &pod.container.name,
+            ns.label(),
+            crate::error::Cause::Kernel {
+                errno: nix::errno::Errno::EEXIST,
+            },
+        ),
+        _ => err,
+    }
+}
+
 async fn rollback(host: &Nl, name: &str) {
     if let Err(e) = host.delete(name).await {
         tracing::error!(error = %e, host = name, "could not remove veth pair after failed setup");
@@ -88,10 +114,6 @@ async fn rollback(host: &Nl, name: &str) {
 
 async fn configure(host: &Nl, ns: &Netns, pod: &PodInterface) -> Result<SetupReport, Error> {
     let host_link = prepare_host_end(host, pod).await?;
-    let temp = &pod.container.temp_name;
-    let peer = host.require(temp, Step::MoveToNamespace).await?;
-    host.move_to(peer.index, temp, ns).await?;
-
     ns.enter(&pod.container.name)?;
     let pod_nl = Nl::new(
         worker::connect(ns.label(), &pod.container.name)?,
@@ -148,17 +170,10 @@ async fn prepare_host_end(host: &Nl, pod: &PodInterface) -> Result<LinkInfo, Err
     Ok(link)
 }
 
-/// Rename the moved end, write sysctls, bring `lo` and the interface up.
+/// Write sysctls, bring `lo` and the pod end up.
 async fn bring_up(nl: &Nl, pod: &PodInterface) -> Result<LinkInfo, Error> {
     let c = &pod.container;
-    let moved = nl.require(&c.temp_name, Step::RenameLink).await?;
-    if c.temp_name != c.name {
-        let new_name = c.name.clone();
-        nl.set(moved.index, &c.temp_name, Step::RenameLink, |b| {
-            b.name(new_name)
-        })
-        .await?;
-    }
+    let moved = nl.require(&c.name, Step::FindLink).await?;
     let needs_ipv6 = c.addresses.iter().any(|a| a.addr().is_ipv6());
     sysctl::apply(&c.sysctls, &c.name, &nl.namespace, needs_ipv6)?;
     let lo = nl.require("lo", Step::SetLink).await?;
