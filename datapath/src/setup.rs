@@ -24,6 +24,7 @@
 
 use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
+use std::time::Instant;
 
 use futures::FutureExt;
 use ipnet::IpNet;
@@ -51,7 +52,17 @@ pub struct SetupReport {
     pub gateways: Vec<(IpAddr, MacAddr)>,
 }
 
+/// Logs (at debug) how long setup has run when `step` is done.
+fn mark(start: Instant, step: &'static str) {
+    tracing::debug!(
+        step,
+        elapsed_us = start.elapsed().as_micros() as u64,
+        "setup step done"
+    );
+}
+
 pub(crate) async fn run(pod: PodInterface) -> Result<SetupReport, Error> {
+    let start = Instant::now();
     let ns = Netns::open(&pod.container.netns, &pod.container.name)?;
     let host = Nl::new(
         worker::connect(HOST_NAMESPACE, &pod.host.name)?,
@@ -70,7 +81,8 @@ pub(crate) async fn run(pod: PodInterface) -> Result<SetupReport, Error> {
     {
         return Err(name_the_clash(err, &host, &ns, &pod).await);
     }
-    let outcome = AssertUnwindSafe(configure(&host, &ns, &pod))
+    mark(start, "create veth");
+    let outcome = AssertUnwindSafe(configure(&host, &ns, &pod, start))
         .catch_unwind()
         .await;
     match outcome {
@@ -112,14 +124,21 @@ async fn rollback(host: &Nl, name: &str) {
     }
 }
 
-async fn configure(host: &Nl, ns: &Netns, pod: &PodInterface) -> Result<SetupReport, Error> {
+async fn configure(
+    host: &Nl,
+    ns: &Netns,
+    pod: &PodInterface,
+    start: Instant,
+) -> Result<SetupReport, Error> {
     let host_link = prepare_host_end(host, pod).await?;
+    mark(start, "host end up");
     ns.enter(&pod.container.name)?;
     let pod_nl = Nl::new(
         worker::connect(ns.label(), &pod.container.name)?,
         ns.label(),
     );
     let link = bring_up(&pod_nl, pod).await?;
+    mark(start, "pod end up");
     let container_mac = link.mac.ok_or_else(|| {
         Error::step(
             Step::FindLink,
@@ -135,12 +154,15 @@ async fn configure(host: &Nl, ns: &Netns, pod: &PodInterface) -> Result<SetupRep
         mac: container_mac,
     };
     add_addresses(&pod_nl, &target, pod).await?;
+    mark(start, "addresses");
     add_routes(&pod_nl, &target, pod).await?;
+    mark(start, "routes");
     if pod.container.disable_tx_checksum {
         sys::set_tx_checksum(&pod.container.name, false).map_err(|e| {
             Error::step(Step::DisableTxChecksum, &pod.container.name, ns.label(), e)
         })?;
     }
+    mark(start, "tx checksum");
     let gateways = match pod.container.gateway_check {
         Some(check) => check_gateways(&pod_nl, &target, pod, check).await?,
         None => Vec::new(),

@@ -4,15 +4,18 @@
 //! gateway, answer what the CNI result needs. Any failure after the veth exists removes
 //! the port and the veth again.
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use datapath::{MacAddr, PodInterface, RouteSpec};
+use datapath::{GatewayCheck, MacAddr, PodInterface, RouteSpec};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use ovs_vsctl::InterfaceSpec;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::api::{CniRequest, CniResponse, IpResponse, RouteEntry, DEFAULT_PROVIDER};
 use super::handler::{CniDaemon, CniFailure};
@@ -39,15 +42,37 @@ struct Attachment {
 impl CniDaemon {
     /// CNI ADD for one pod NIC.
     pub async fn add(&self, req: CniRequest) -> Result<CniResponse, CniFailure> {
+        let span = tracing::info_span!(
+            "cni_add",
+            pod = %format!("{}/{}", req.pod_namespace, req.pod_name),
+            container = %req.container_id.get(..12).unwrap_or(&req.container_id),
+            lock_ms = Empty,
+            annotation_ms = Empty,
+            subnet_ms = Empty,
+            cleanup_ms = Empty,
+            veth_ms = Empty,
+            ovs_port_ms = Empty,
+            ovn_installed_ms = Empty,
+            gateway_ms = Empty,
+            total_ms = Empty,
+        );
+        let start = Instant::now();
+        let result = self.add_steps(req).instrument(span.clone()).await;
+        span.record("total_ms", ms(start));
+        result
+    }
+
+    /// ADD's steps, each timed into a field of the current `cni_add` span.
+    async fn add_steps(&self, req: CniRequest) -> Result<CniResponse, CniFailure> {
         require("pod_name", &req.pod_name)?;
         require("pod_namespace", &req.pod_namespace)?;
         require("container_id", &req.container_id)?;
         require("net_ns", &req.net_ns)?;
         require("if_name", &req.if_name)?;
         let provider = provider_of(&req)?;
-        let _guard = self.lock(&req.container_id).await;
-        let network = self.wait_for_network(&req, &provider).await?;
-        let subnet = self.subnet_settings(&network).await?;
+        let _guard = timed("lock_ms", self.lock(&req.container_id)).await;
+        let network = timed("annotation_ms", self.wait_for_network(&req, &provider)).await?;
+        let subnet = timed("subnet_ms", self.subnet_settings(&network)).await?;
         let plan = plan_attachment(
             &req,
             &network,
@@ -58,12 +83,17 @@ impl CniDaemon {
         let host = plan.interface.host.name.clone();
         let iface_id = pod_port_name(&req.pod_namespace, &req.pod_name, provider.as_str());
         // a repeated ADD for the container starts from nothing
-        self.remove_attachment(&req.container_id, &req.if_name, &req.net_ns)
-            .await?;
+        timed(
+            "cleanup_ms",
+            self.remove_attachment(&req.container_id, &req.if_name, &req.net_ns),
+        )
+        .await?;
         let spec = plan.interface.clone();
-        self.settings
+        let setup = self
+            .settings
             .host_netns
-            .run(move || async move { datapath::setup(&spec).await })
+            .run(move || async move { datapath::setup(&spec).await });
+        timed("veth_ms", setup)
             .await?
             .map_err(CniFailure::datapath(&req.container_id))?;
         let plugged = self.plug(&req, &host, &iface_id, &plan, subnet).await;
@@ -114,30 +144,55 @@ impl CniDaemon {
         txn.may_exist()
             .add_port(&self.settings.bridge, host, spec)
             .map_err(CniFailure::ovs(host))?;
-        self.vs.commit(txn).await.map_err(CniFailure::ovs(host))?;
-        // QoS: applied by daemon::qos after merge
-        let waited = self.settings.ovn_installed_wait;
-        self.vs
-            .wait_ovn_installed(host, waited)
+        timed("ovs_port_ms", self.vs.commit(txn))
             .await
-            .map_err(|_| CniFailure::NotInstalled {
-                port: host.to_string(),
-                iface_id: iface_id.to_string(),
-                waited,
-            })?;
-        if subnet.disable_gateway_check || plan.gateways.is_empty() {
+            .map_err(CniFailure::ovs(host))?;
+        let waited = self.settings.ovn_installed_wait;
+        let installed = timed("ovn_installed_ms", self.vs.wait_ovn_installed(host, waited));
+        let check = !subnet.disable_gateway_check && !plan.gateways.is_empty();
+        if !check {
+            installed
+                .await
+                .map_err(|_| not_installed(host, iface_id, waited))?;
             return Ok(());
         }
+        // The gateway is probed while ovn-controller installs the port: its answer comes
+        // through the port's flows, so it cannot come before them, and waiting for one
+        // and then the other would add the two latencies.
+        let early = timed(
+            "gateway_ms",
+            self.check_gateways(req, plan, early_probe(self.settings.gateway_check)),
+        );
+        let (installed, early) = tokio::join!(installed, early);
+        installed.map_err(|_| not_installed(host, iface_id, waited))?;
+        if early.is_ok() {
+            return Ok(());
+        }
+        // the probes may have run out before the flows were in: the full check again
+        timed(
+            "gateway_ms",
+            self.check_gateways(req, plan, self.settings.gateway_check),
+        )
+        .await
+        .map_err(CniFailure::datapath(&req.container_id))?;
+        Ok(())
+    }
+
+    /// The gateway check from the pod's interface (ARP / neighbour discovery).
+    async fn check_gateways(
+        &self,
+        req: &CniRequest,
+        plan: &Attachment,
+        check: GatewayCheck,
+    ) -> Result<Vec<(IpAddr, datapath::MacAddr)>, datapath::Error> {
         datapath::check_gateways(
             &PathBuf::from(&req.net_ns),
             &req.if_name,
             &plan.interface.container.addresses,
             &plan.gateways,
-            self.settings.gateway_check,
+            check,
         )
         .await
-        .map_err(CniFailure::datapath(&req.container_id))?;
-        Ok(())
     }
 
     /// Reads the pod until the controller has allocated the NIC (and, on the default
@@ -189,6 +244,44 @@ impl CniDaemon {
                 disable_gateway_check: s.spec.disable_gateway_check == Some(true),
             })
             .unwrap_or_default())
+    }
+}
+
+/// Milliseconds since `start`.
+fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Awaits `step` and records how long it took into `field` of the current span.
+async fn timed<T>(field: &'static str, step: impl Future<Output = T>) -> T {
+    let start = Instant::now();
+    let out = step.await;
+    tracing::Span::current().record(field, ms(start));
+    out
+}
+
+/// How often the early gateway probe asks: the answer can come any millisecond once
+/// ovn-controller's flows are in, so the probe asks often, for a short while.
+const EARLY_PROBE_INTERVAL: Duration = Duration::from_millis(5);
+/// The early probe's longest run; after it, the full check runs once `ovn-installed` is.
+const EARLY_PROBE_BUDGET: Duration = Duration::from_secs(2);
+
+/// The early probe: frequent tries, within `EARLY_PROBE_BUDGET` and the full check's
+/// own length.
+fn early_probe(full: GatewayCheck) -> GatewayCheck {
+    let budget = (full.interval * full.attempts).min(EARLY_PROBE_BUDGET);
+    let attempts = (budget.as_millis() / EARLY_PROBE_INTERVAL.as_millis()).max(1) as u32;
+    GatewayCheck {
+        attempts,
+        interval: EARLY_PROBE_INTERVAL,
+    }
+}
+
+fn not_installed(host: &str, iface_id: &str, waited: Duration) -> CniFailure {
+    CniFailure::NotInstalled {
+        port: host.to_string(),
+        iface_id: iface_id.to_string(),
+        waited,
     }
 }
 
@@ -420,7 +513,7 @@ impl CniDaemon {
         Err(CniFailure::NotInstalled {
             port: host.clone(),
             iface_id,
-            waited: std::time::Duration::ZERO,
+            waited: Duration::ZERO,
         })
     }
 }
