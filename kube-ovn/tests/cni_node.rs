@@ -191,6 +191,43 @@ async fn pods_talk_through_ovn_and_del_removes_everything() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_sees_the_annotation_as_soon_as_the_controller_writes_it() {
+    // reads paced a minute apart: only the watch can see the annotation within the wait
+    let Some(env) = Env::start(|s| s.annotation_poll = Duration::from_secs(60)).await else {
+        return;
+    };
+    env.create_pod("ns1", "late", AnnotationMap::new()).await;
+    let netns = PodNetns::new();
+    let id = container_id();
+    let path = netns.path().display().to_string();
+    let add = {
+        let (conf, id, path) = (env.plugin_conf(), id.clone(), path.clone());
+        tokio::task::spawn_blocking(move || env::run_cni("ADD", &id, &path, "ns1", "late", &conf))
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // the controller: the logical port, then the annotations
+    let (ip, mac, map) = env::pod_network(OVN_DEFAULT, 30);
+    env::add_port(&env.nb, OVN_DEFAULT, "late.ns1", &mac, &ip).await;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(env.client.clone(), "ns1");
+    let mut pod = pods.get("late").await.unwrap();
+    pod.metadata.annotations = Some(map);
+    pods.replace("late", &Default::default(), &pod)
+        .await
+        .unwrap();
+    let written = std::time::Instant::now();
+    let out = ok(add.await.unwrap());
+    let took = written.elapsed();
+    assert_eq!(stdout_json(&out)["ips"][0]["address"], format!("{ip}/16"));
+    assert!(
+        took < Duration::from_secs(5),
+        "ADD done {took:?} after the annotation"
+    );
+    ok(cni(&env, "DEL", &id, &path, "ns1", "late").await);
+    assert_gone(&env, &id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_add_succeeds_and_leaves_one_attachment() {
     let Some(env) = Env::start(|_| {}).await else {
         return;

@@ -10,8 +10,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use datapath::{GatewayCheck, MacAddr, PodInterface, RouteSpec};
+use futures::StreamExt;
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Pod;
+use kube::api::{WatchEvent, WatchParams};
 use kube::Api;
 use ovs_vsctl::InterfaceSpec;
 use tracing::field::Empty;
@@ -196,7 +198,9 @@ impl CniDaemon {
     }
 
     /// Reads the pod until the controller has allocated the NIC (and, on the default
-    /// provider, routed it), at most `annotation_wait`.
+    /// provider, routed it), at most `annotation_wait`: between reads, a watch on the pod
+    /// from the version read returns at its next change, so the annotation is seen as
+    /// soon as it is written (`annotation_poll` paces the reads only when watching fails).
     async fn wait_for_network(
         &self,
         req: &CniRequest,
@@ -215,15 +219,47 @@ impl CniDaemon {
                 Err(missing) => missing,
             };
             let waited = start.elapsed();
-            if waited >= self.settings.annotation_wait {
+            let left = self.settings.annotation_wait.saturating_sub(waited);
+            if left.is_zero() {
                 return Err(CniFailure::NotAllocated {
                     pod: key,
                     what: missing,
                     waited,
                 });
             }
-            tokio::time::sleep(self.settings.annotation_poll).await;
+            let version = pod.metadata.resource_version.clone().unwrap_or_default();
+            self.pod_changed(req, &version, left).await;
         }
+    }
+
+    /// Returns when the pod changes after `version` (its first watch event), or after
+    /// `left`; when the watch cannot be opened, after `annotation_poll` (within `left`).
+    async fn pod_changed(&self, req: &CniRequest, version: &str, left: Duration) {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &req.pod_namespace);
+        let secs = left.as_secs().clamp(1, u64::from(u32::MAX)) as u32;
+        let params = WatchParams::default()
+            .fields(&format!("metadata.name={}", req.pod_name))
+            .timeout(secs);
+        let first_event = async {
+            match pods.watch(&params, version).await {
+                Ok(stream) => {
+                    let mut stream = std::pin::pin!(stream);
+                    match stream.next().await {
+                        Some(Ok(WatchEvent::Added(_) | WatchEvent::Modified(_)))
+                        | Some(Ok(WatchEvent::Deleted(_))) => return,
+                        // an error event (version too old) or the end: pace the reads
+                        other => {
+                            tracing::debug!(pod = %req.pod_name, event = ?other.map(|e| e.map(|_| ())), "watch gave no change")
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(pod = %req.pod_name, %error, "cannot watch the pod; reading it again later");
+                }
+            }
+            tokio::time::sleep(self.settings.annotation_poll).await;
+        };
+        let _ = tokio::time::timeout(left, first_event).await;
     }
 
     async fn subnet_settings(&self, network: &PodNetwork) -> Result<SubnetSettings, CniFailure> {

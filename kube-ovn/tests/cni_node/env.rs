@@ -435,6 +435,15 @@ pub async fn allocate(
     host: u8,
     node: &str,
 ) -> (String, String) {
+    let (ip, mac, map) = pod_network(subnet, host);
+    create_pod(client, namespace, name, map, node).await;
+    add_port(nb, subnet, &format!("{name}.{namespace}"), &mac, &ip).await;
+    (ip, mac)
+}
+
+/// The controller's annotations for a pod at `<subnet prefix>.0.<host>` with a fresh
+/// MAC: the address, the MAC and the annotations.
+pub fn pod_network(subnet: SubnetDef, host: u8) -> (String, String, AnnotationMap) {
     let prefix = subnet.cidr.split('/').next().unwrap();
     let octets: Vec<&str> = prefix.split('.').collect();
     let ip = format!("{}.{}.0.{host}", octets[0], octets[1]);
@@ -455,14 +464,16 @@ pub async fn allocate(
     };
     let mut map = AnnotationMap::new();
     network.write_into(&Provider::ovn(), &mut map);
-    create_pod(client, namespace, name, map, node).await;
-    let port = format!("{name}.{namespace}");
+    (ip, mac, map)
+}
+
+/// The pod's logical switch port, as the controller adds it.
+pub async fn add_port(nb: &NbClient, subnet: SubnetDef, port: &str, mac: &str, ip: &str) {
     let mut txn = nb.txn();
-    txn.lsp_add(subnet.name, &port).expect("lsp-add");
-    txn.lsp_set_addresses(&port, [format!("{mac} {ip}")])
+    txn.lsp_add(subnet.name, port).expect("lsp-add");
+    txn.lsp_set_addresses(port, [format!("{mac} {ip}")])
         .expect("lsp-set-addresses");
     nb.commit(txn).await.expect("commit LSP");
-    (ip, mac)
 }
 
 /// A TCP server in `server` on `ip:8080` answers "pong"; the client in `client` reads it.
