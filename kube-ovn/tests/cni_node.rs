@@ -288,32 +288,24 @@ async fn del_after_the_namespace_is_gone_and_qos_rows_removed() {
     let Some(env) = Env::start(|_| {}).await else {
         return;
     };
-    env.allocate("ns1", "q", OVN_DEFAULT, 30).await;
+    let (ip, mac, mut map) = env::pod_network(OVN_DEFAULT, 30);
+    map.insert("ovn.kubernetes.io/ingress_rate".into(), "10".into());
+    map.insert("ovn.kubernetes.io/egress_rate".into(), "5".into());
+    env.create_pod("ns1", "q", map).await;
+    env::add_port(&env.nb, OVN_DEFAULT, "q.ns1", &mac, &ip).await;
     let netns = PodNetns::new();
     let id = container_id();
     let path = netns.path().display().to_string();
     ok(cni(&env, "ADD", &id, &path, "ns1", "q").await);
-    // what daemon::qos writes for an ingress_rate: a linux-htb QoS and its Queue, tagged
+    // ADD applied the QoS before answering (no QoS loop runs here): into the pod a
+    // linux-htb QoS and its Queue on the port, out of it a tbf on eth0 (userspace datapath)
     let host = host_end(&id);
-    env.vsctl(&[
-        "set",
-        "Port",
-        &host,
-        "qos=@q",
-        "--",
-        "--id=@q",
-        "create",
-        "QoS",
-        "type=linux-htb",
-        "queues:0=@u",
-        "external_ids:iface-id=q.ns1",
-        "--",
-        "--id=@u",
-        "create",
-        "Queue",
-        "other_config:max-rate=1000000",
-        "external_ids:iface-id=q.ns1",
-    ]);
+    let qos = env.vsctl(&["get", "Port", &host, "qos"]);
+    let kind = env.vsctl(&["get", "QoS", qos.trim(), "type"]);
+    assert_eq!(kind.trim().trim_matches('"'), "linux-htb");
+    let qdisc = netns.exec(&["tc", "qdisc", "show", "dev", "eth0"]);
+    let qdisc = String::from_utf8_lossy(&qdisc.stdout);
+    assert!(qdisc.contains("tbf"), "{qdisc}");
     assert_eq!((env.rows("QoS"), env.rows("Queue")), (1, 1));
     drop(netns);
     ok(cni(&env, "DEL", &id, &path, "ns1", "q").await);

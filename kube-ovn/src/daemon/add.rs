@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use super::api::{CniRequest, CniResponse, IpResponse, RouteEntry, DEFAULT_PROVIDER};
 use super::handler::{CniDaemon, CniFailure};
+use super::qos::{self, QosSpec, QosTarget};
 use crate::annotations::{PodNetwork, Provider};
 use crate::controller::owners::pod_port_name;
 use crate::controller::VENDOR;
@@ -54,6 +55,7 @@ impl CniDaemon {
             cleanup_ms = Empty,
             veth_ms = Empty,
             ovs_port_ms = Empty,
+            qos_ms = Empty,
             ovn_installed_ms = Empty,
             gateway_ms = Empty,
             total_ms = Empty,
@@ -98,7 +100,8 @@ impl CniDaemon {
         timed("veth_ms", setup)
             .await?
             .map_err(CniFailure::datapath(&req.container_id))?;
-        let plugged = self.plug(&req, &host, &iface_id, &plan, subnet).await;
+        let qos = QosSpec::from_network(&network);
+        let plugged = self.plug(&req, &host, &iface_id, &plan, subnet, &qos).await;
         if let Err(error) = plugged {
             if let Err(cleanup) = self
                 .remove_attachment(&req.container_id, &req.if_name, &req.net_ns)
@@ -112,7 +115,8 @@ impl CniDaemon {
         Ok(plan.response)
     }
 
-    /// The steps after the veth exists: the OVS port, `ovn-installed`, the gateway.
+    /// The steps after the veth exists: the OVS port, its QoS, `ovn-installed`, the
+    /// gateway.
     async fn plug(
         &self,
         req: &CniRequest,
@@ -120,6 +124,7 @@ impl CniDaemon {
         iface_id: &str,
         plan: &Attachment,
         subnet: SubnetSettings,
+        qos: &QosSpec,
     ) -> Result<(), CniFailure> {
         let ips = plan
             .interface
@@ -149,6 +154,24 @@ impl CniDaemon {
         timed("ovs_port_ms", self.vs.commit(txn))
             .await
             .map_err(CniFailure::ovs(host))?;
+        if !qos.is_empty() {
+            // as Kube-OVN's ADD does; the daemon's QoS loop keeps it up to date after
+            let pod = format!("{}/{}", req.pod_namespace, req.pod_name);
+            let netns = PathBuf::from(&req.net_ns);
+            let target = QosTarget {
+                port: host,
+                iface_id,
+                pod: &pod,
+                netns: Some(&netns),
+                pod_iface: &req.if_name,
+            };
+            timed("qos_ms", qos::apply(&self.vs, &target, qos))
+                .await
+                .map_err(|source| CniFailure::Qos {
+                    pod,
+                    source: Box::new(source),
+                })?;
+        }
         let waited = self.settings.ovn_installed_wait;
         let installed = timed("ovn_installed_ms", self.vs.wait_ovn_installed(host, waited));
         let check = !subnet.disable_gateway_check && !plan.gateways.is_empty();

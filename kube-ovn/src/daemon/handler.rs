@@ -142,6 +142,15 @@ pub enum CniFailure {
         #[source]
         source: Box<datapath::Error>,
     },
+    /// The pod's QoS (`ingress_rate`, `egress_rate`, netem) could not be applied.
+    #[error("QoS of pod {pod} failed")]
+    Qos {
+        /// `namespace/name`.
+        pod: String,
+        /// Why.
+        #[source]
+        source: Box<super::qos::QosError>,
+    },
     /// The host namespace could not be entered.
     #[error(transparent)]
     HostNamespace(#[from] HostNamespaceError),

@@ -52,6 +52,7 @@ pub const TOOLS: &[&str] = &[
     "ovn-nbctl",
     "ovn-sbctl",
     "ip",
+    "tc",
     "ping",
     "python3",
 ];
