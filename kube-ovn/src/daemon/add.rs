@@ -63,6 +63,11 @@ impl CniDaemon {
         let start = Instant::now();
         let result = self.add_steps(req).instrument(span.clone()).await;
         span.record("total_ms", ms(start));
+        // one line per ADD with the time of each step in the span's fields (a failure
+        // is logged once, by the server)
+        if result.is_ok() {
+            tracing::info!(parent: &span, "pod network configured");
+        }
         result
     }
 
@@ -111,7 +116,7 @@ impl CniDaemon {
             }
             return Err(error);
         }
-        tracing::info!(pod = %format!("{}/{}", req.pod_namespace, req.pod_name), port = %host, %iface_id, "pod network configured");
+        tracing::debug!(port = %host, %iface_id, "pod plugged");
         Ok(plan.response)
     }
 
