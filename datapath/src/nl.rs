@@ -99,14 +99,22 @@ impl Nl {
     }
 
     /// `ip link add HOST [mtu] [address] [txqueuelen] type veth peer name
-    /// PEER [mtu] [address] [txqueuelen]`.
+    /// PEER [mtu] [address] [txqueuelen] [netns NS]`.
+    ///
+    /// With `peer_netns` the kernel creates the peer inside that namespace: no move
+    /// afterwards, whose `synchronize_net` under the RTNL lock costs tens of
+    /// milliseconds and serialises concurrent ADDs.
     pub(crate) async fn create_veth(
         &self,
         host: &str,
         peer: &str,
+        peer_netns: Option<&Netns>,
         settings: &VethSettings,
     ) -> Result<(), Error> {
         let mut peer_msg = LinkMessageBuilder::<LinkUnspec>::new().name(peer.to_string());
+        if let Some(ns) = peer_netns {
+            peer_msg = peer_msg.setns_by_fd(ns.file().as_raw_fd());
+        }
         let mut host_msg = LinkVeth::new(host, peer);
         if let Some(mtu) = settings.mtu {
             host_msg = host_msg.mtu(mtu);
@@ -148,27 +156,6 @@ impl Nl {
             .execute()
             .await
             .map_err(|e| self.fail(step, name, e))
-    }
-
-    /// `ip link set NAME netns NS`.
-    pub(crate) async fn move_to(&self, index: u32, name: &str, ns: &Netns) -> Result<(), Error> {
-        let fd = ns.file().as_raw_fd();
-        self.set(index, name, Step::MoveToNamespace, |b| b.setns_by_fd(fd))
-            .await
-            .map_err(|e| match e {
-                Error::Step {
-                    step,
-                    interface,
-                    cause,
-                    ..
-                } => Error::Step {
-                    step,
-                    interface,
-                    namespace: ns.label(),
-                    cause,
-                },
-                other => other,
-            })
     }
 
     /// `ip link del NAME`; `Ok(false)` when it did not exist.

@@ -4,10 +4,8 @@
 //!
 //! | step | `ip` equivalent |
 //! |---|---|
-//! | create pair | `ip link add H mtu M type veth peer name C mtu M` |
+//! | create pair | `ip link add H mtu M type veth peer name eth0 mtu M netns NS` |
 //! | host end | `ip link set H master BR up` |
-//! | move | `ip link set C netns NS` |
-//! | rename | `ip -n NS link set C name eth0` |
 //! | sysctls | `sysctl -w net.ipv6.conf.{all,default,eth0}.{disable_ipv6,accept_ra}=0` |
 //! | up | `ip -n NS link set lo up; ip -n NS link set eth0 up` |
 //! | IPv4 probe | `arping -D` |
@@ -17,11 +15,16 @@
 //! | offload | `ethtool -K eth0 tx off` |
 //! | gateway | `arping GW` / neighbour solicitation |
 //!
+//! The pod end is created inside the pod's namespace under its final name, not created
+//! on the host and moved: moving a link waits for an RCU grace period under the RTNL
+//! lock (20-30 ms here, and concurrent ADDs queue behind it).
+//!
 //! Once the pair exists, any failure (or panic) deletes the host end, which
 //! takes the peer with it wherever it is, so no half-made pod remains.
 
 use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
+use std::time::Instant;
 
 use futures::FutureExt;
 use ipnet::IpNet;
@@ -49,7 +52,17 @@ pub struct SetupReport {
     pub gateways: Vec<(IpAddr, MacAddr)>,
 }
 
+/// Logs (at debug) how long setup has run when `step` is done.
+fn mark(start: Instant, step: &'static str) {
+    tracing::debug!(
+        step,
+        elapsed_us = start.elapsed().as_micros() as u64,
+        "setup step done"
+    );
+}
+
 pub(crate) async fn run(pod: PodInterface) -> Result<SetupReport, Error> {
+    let start = Instant::now();
     let ns = Netns::open(&pod.container.netns, &pod.container.name)?;
     let host = Nl::new(
         worker::connect(HOST_NAMESPACE, &pod.host.name)?,
@@ -61,9 +74,15 @@ pub(crate) async fn run(pod: PodInterface) -> Result<SetupReport, Error> {
         host_mac: pod.host.mac,
         peer_mac: pod.container.mac,
     };
-    host.create_veth(&pod.host.name, &pod.container.temp_name, &settings)
-        .await?;
-    let outcome = AssertUnwindSafe(configure(&host, &ns, &pod))
+    // the pod end is born in the pod's namespace under its final name
+    if let Err(err) = host
+        .create_veth(&pod.host.name, &pod.container.name, Some(&ns), &settings)
+        .await
+    {
+        return Err(name_the_clash(err, &host, &ns, &pod).await);
+    }
+    mark(start, "create veth");
+    let outcome = AssertUnwindSafe(configure(&host, &ns, &pod, start))
         .catch_unwind()
         .await;
     match outcome {
@@ -80,24 +99,46 @@ pub(crate) async fn run(pod: PodInterface) -> Result<SetupReport, Error> {
     }
 }
 
+/// The kernel's EEXIST does not say which of the two names is taken: when the host
+/// end's name is free, it is the pod end's, inside the pod's namespace; say so.
+async fn name_the_clash(err: Error, host: &Nl, ns: &Netns, pod: &PodInterface) -> Error {
+    if err.errno() != Some(nix::errno::Errno::EEXIST) {
+        return err;
+    }
+    match host.find(&pod.host.name).await {
+        Ok(None) => Error::step(
+            Step::CreateVeth,
+            &pod.container.name,
+            ns.label(),
+            crate::error::Cause::Kernel {
+                errno: nix::errno::Errno::EEXIST,
+            },
+        ),
+        _ => err,
+    }
+}
+
 async fn rollback(host: &Nl, name: &str) {
     if let Err(e) = host.delete(name).await {
         tracing::error!(error = %e, host = name, "could not remove veth pair after failed setup");
     }
 }
 
-async fn configure(host: &Nl, ns: &Netns, pod: &PodInterface) -> Result<SetupReport, Error> {
+async fn configure(
+    host: &Nl,
+    ns: &Netns,
+    pod: &PodInterface,
+    start: Instant,
+) -> Result<SetupReport, Error> {
     let host_link = prepare_host_end(host, pod).await?;
-    let temp = &pod.container.temp_name;
-    let peer = host.require(temp, Step::MoveToNamespace).await?;
-    host.move_to(peer.index, temp, ns).await?;
-
+    mark(start, "host end up");
     ns.enter(&pod.container.name)?;
     let pod_nl = Nl::new(
         worker::connect(ns.label(), &pod.container.name)?,
         ns.label(),
     );
     let link = bring_up(&pod_nl, pod).await?;
+    mark(start, "pod end up");
     let container_mac = link.mac.ok_or_else(|| {
         Error::step(
             Step::FindLink,
@@ -113,12 +154,15 @@ async fn configure(host: &Nl, ns: &Netns, pod: &PodInterface) -> Result<SetupRep
         mac: container_mac,
     };
     add_addresses(&pod_nl, &target, pod).await?;
+    mark(start, "addresses");
     add_routes(&pod_nl, &target, pod).await?;
+    mark(start, "routes");
     if pod.container.disable_tx_checksum {
         sys::set_tx_checksum(&pod.container.name, false).map_err(|e| {
             Error::step(Step::DisableTxChecksum, &pod.container.name, ns.label(), e)
         })?;
     }
+    mark(start, "tx checksum");
     let gateways = match pod.container.gateway_check {
         Some(check) => check_gateways(&pod_nl, &target, pod, check).await?,
         None => Vec::new(),
@@ -148,17 +192,10 @@ async fn prepare_host_end(host: &Nl, pod: &PodInterface) -> Result<LinkInfo, Err
     Ok(link)
 }
 
-/// Rename the moved end, write sysctls, bring `lo` and the interface up.
+/// Write sysctls, bring `lo` and the pod end up.
 async fn bring_up(nl: &Nl, pod: &PodInterface) -> Result<LinkInfo, Error> {
     let c = &pod.container;
-    let moved = nl.require(&c.temp_name, Step::RenameLink).await?;
-    if c.temp_name != c.name {
-        let new_name = c.name.clone();
-        nl.set(moved.index, &c.temp_name, Step::RenameLink, |b| {
-            b.name(new_name)
-        })
-        .await?;
-    }
+    let moved = nl.require(&c.name, Step::FindLink).await?;
     let needs_ipv6 = c.addresses.iter().any(|a| a.addr().is_ipv6());
     sysctl::apply(&c.sysctls, &c.name, &nl.namespace, needs_ipv6)?;
     let lo = nl.require("lo", Step::SetLink).await?;

@@ -213,7 +213,9 @@ pub struct HostEnd {
 pub struct ContainerEnd {
     /// Namespace file: `/var/run/netns/NAME` or `/proc/PID/ns/net`.
     pub netns: PathBuf,
-    /// Name while still on the host, `<id>_c`.
+    /// `<id>_c`: the name the pod end had on the host while it was created there and
+    /// then moved (older releases); DEL still removes a stray one by this name. Setup
+    /// now creates the pod end inside the namespace directly.
     pub temp_name: String,
     /// Final name inside the pod, usually `eth0`.
     pub name: String,

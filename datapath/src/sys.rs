@@ -44,22 +44,34 @@ fn sockaddr_ll(ifindex: u32, dest: Option<MacAddr>) -> libc::sockaddr_ll {
 /// A packet socket bound to one interface that sends and receives ARP
 /// payloads (the kernel adds/strips the Ethernet header). It lives in the
 /// network namespace of the thread that opened it.
+///
+/// Closing a packet socket waits for an RCU grace period (`packet_release` calls
+/// `synchronize_net`): 10-30 ms on a busy machine. The last close is done on a thread
+/// of its own so ADD does not wait for it.
 #[derive(Debug)]
 pub(crate) struct ArpSocket {
-    fd: OwnedFd,
+    /// Always `Some` until dropped.
+    fd: Option<OwnedFd>,
     ifindex: u32,
+}
+
+impl Drop for ArpSocket {
+    fn drop(&mut self) {
+        let Some(fd) = self.fd.take() else { return };
+        let closer = std::thread::Builder::new().name("arp-close".into());
+        // if no thread can be started the closure (and the fd) is dropped right here
+        let _ = closer.spawn(move || drop(fd));
+    }
 }
 
 impl ArpSocket {
     pub(crate) fn open(ifindex: u32) -> io::Result<Self> {
+        // Protocol 0 here, ETH_P_ARP at bind: a socket created with a protocol is
+        // already hooked in, and binding it to an interface unhooks it first with an
+        // RCU wait (`synchronize_net`), 10-30 ms on a busy machine.
         // SAFETY: plain socket(2) call; the returned fd is checked and owned.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-                i32::from(arp_protocol_be()),
-            )
-        };
+        let raw =
+            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -77,7 +89,14 @@ impl ArpSocket {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(ArpSocket { fd, ifindex })
+        Ok(ArpSocket {
+            fd: Some(fd),
+            ifindex,
+        })
+    }
+
+    fn fd(&self) -> &OwnedFd {
+        self.fd.as_ref().expect("ArpSocket used after drop")
     }
 
     /// Send one ARP payload to `dest` (usually broadcast).
@@ -86,7 +105,7 @@ impl ArpSocket {
         // SAFETY: `payload` and `addr` are valid for the lengths passed.
         let rc = unsafe {
             libc::sendto(
-                self.fd.as_raw_fd(),
+                self.fd().as_raw_fd(),
                 payload.as_ptr().cast(),
                 payload.len(),
                 0,
@@ -103,13 +122,13 @@ impl ArpSocket {
     /// Receive one payload, waiting at most `timeout`; `Ok(None)` on timeout.
     pub(crate) fn recv(&self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         let millis = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
-        let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        let mut fds = [PollFd::new(self.fd().as_fd(), PollFlags::POLLIN)];
         let ready = poll(&mut fds, PollTimeout::from(millis)).map_err(io::Error::from)?;
         if ready == 0 {
             return Ok(None);
         }
         let n = nix::sys::socket::recv(
-            self.fd.as_raw_fd(),
+            self.fd().as_raw_fd(),
             buf,
             nix::sys::socket::MsgFlags::MSG_DONTWAIT,
         );

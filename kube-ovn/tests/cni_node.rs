@@ -10,7 +10,7 @@ mod env;
 use std::process::Output;
 use std::time::Duration;
 
-use env::{container_id, Env, PodNetns, OVN_DEFAULT, SECOND};
+use env::{container_id, tcp_exchange, Env, PodNetns, OVN_DEFAULT, SECOND};
 use kube_ovn::annotations::{AnnotationMap, PodNetwork, Provider, Route, Routes};
 
 fn stdout_json(out: &Output) -> serde_json::Value {
@@ -190,22 +190,41 @@ async fn pods_talk_through_ovn_and_del_removes_everything() {
     assert_eq!(env.ports(), vec!["ovn0".to_string()]);
 }
 
-/// A TCP server in `server` on `ip:8080` answers "pong"; the client in `client` reads it.
-fn tcp_exchange(server: &PodNetns, ip: &str, client: &PodNetns) -> String {
-    let script = format!(
-        "import socket\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-         s.bind(('{ip}',8080))\ns.listen(1)\ns.settimeout(20)\nc,_=s.accept()\nc.sendall(b'pong')\nc.close()\n"
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_sees_the_annotation_as_soon_as_the_controller_writes_it() {
+    // reads paced a minute apart: only the watch can see the annotation within the wait
+    let Some(env) = Env::start(|s| s.annotation_poll = Duration::from_secs(60)).await else {
+        return;
+    };
+    env.create_pod("ns1", "late", AnnotationMap::new()).await;
+    let netns = PodNetns::new();
+    let id = container_id();
+    let path = netns.path().display().to_string();
+    let add = {
+        let (conf, id, path) = (env.plugin_conf(), id.clone(), path.clone());
+        tokio::task::spawn_blocking(move || env::run_cni("ADD", &id, &path, "ns1", "late", &conf))
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // the controller: the logical port, then the annotations
+    let (ip, mac, map) = env::pod_network(OVN_DEFAULT, 30);
+    env::add_port(&env.nb, OVN_DEFAULT, "late.ns1", &mac, &ip).await;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(env.client.clone(), "ns1");
+    let mut pod = pods.get("late").await.unwrap();
+    pod.metadata.annotations = Some(map);
+    pods.replace("late", &Default::default(), &pod)
+        .await
+        .unwrap();
+    let written = std::time::Instant::now();
+    let out = ok(add.await.unwrap());
+    let took = written.elapsed();
+    assert_eq!(stdout_json(&out)["ips"][0]["address"], format!("{ip}/16"));
+    assert!(
+        took < Duration::from_secs(5),
+        "ADD done {took:?} after the annotation"
     );
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", &server.name, "python3", "-c", &script])
-        .spawn()
-        .expect("server");
-    let client_script = format!(
-        "import socket,time\nfor i in range(100):\n  try:\n    c=socket.create_connection(('{ip}',8080),timeout=2)\n    break\n  except OSError:\n    time.sleep(0.1)\nprint(c.recv(10).decode(),end='')\n"
-    );
-    let out = client.exec(&["python3", "-c", &client_script]);
-    let _ = child.wait();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    ok(cni(&env, "DEL", &id, &path, "ns1", "late").await);
+    assert_gone(&env, &id);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,32 +288,24 @@ async fn del_after_the_namespace_is_gone_and_qos_rows_removed() {
     let Some(env) = Env::start(|_| {}).await else {
         return;
     };
-    env.allocate("ns1", "q", OVN_DEFAULT, 30).await;
+    let (ip, mac, mut map) = env::pod_network(OVN_DEFAULT, 30);
+    map.insert("ovn.kubernetes.io/ingress_rate".into(), "10".into());
+    map.insert("ovn.kubernetes.io/egress_rate".into(), "5".into());
+    env.create_pod("ns1", "q", map).await;
+    env::add_port(&env.nb, OVN_DEFAULT, "q.ns1", &mac, &ip).await;
     let netns = PodNetns::new();
     let id = container_id();
     let path = netns.path().display().to_string();
     ok(cni(&env, "ADD", &id, &path, "ns1", "q").await);
-    // what daemon::qos writes for an ingress_rate: a linux-htb QoS and its Queue, tagged
+    // ADD applied the QoS before answering (no QoS loop runs here): into the pod a
+    // linux-htb QoS and its Queue on the port, out of it a tbf on eth0 (userspace datapath)
     let host = host_end(&id);
-    env.vsctl(&[
-        "set",
-        "Port",
-        &host,
-        "qos=@q",
-        "--",
-        "--id=@q",
-        "create",
-        "QoS",
-        "type=linux-htb",
-        "queues:0=@u",
-        "external_ids:iface-id=q.ns1",
-        "--",
-        "--id=@u",
-        "create",
-        "Queue",
-        "other_config:max-rate=1000000",
-        "external_ids:iface-id=q.ns1",
-    ]);
+    let qos = env.vsctl(&["get", "Port", &host, "qos"]);
+    let kind = env.vsctl(&["get", "QoS", qos.trim(), "type"]);
+    assert_eq!(kind.trim().trim_matches('"'), "linux-htb");
+    let qdisc = netns.exec(&["tc", "qdisc", "show", "dev", "eth0"]);
+    let qdisc = String::from_utf8_lossy(&qdisc.stdout);
+    assert!(qdisc.contains("tbf"), "{qdisc}");
     assert_eq!((env.rows("QoS"), env.rows("Queue")), (1, 1));
     drop(netns);
     ok(cni(&env, "DEL", &id, &path, "ns1", "q").await);

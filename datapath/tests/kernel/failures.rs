@@ -77,7 +77,8 @@ async fn name_taken_inside_namespace_rolls_back() {
     );
     let (p, _g) = pod(&ns, None, &["10.80.2.2/24"]);
     let err = datapath::setup(&p).await.unwrap_err();
-    assert_eq!(err.failed_step(), Some(Step::RenameLink), "{err}");
+    // the pod end is created inside the namespace: the clash is found there at once
+    assert_eq!(err.failed_step(), Some(Step::CreateVeth), "{err}");
     assert_eq!(err.errno(), Some(Errno::EEXIST));
     assert!(err.to_string().contains(&ns.name), "{err}");
     let host = link_names(None);

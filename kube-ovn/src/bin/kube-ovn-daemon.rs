@@ -1,6 +1,7 @@
 //! `kube-ovn-daemon` (the `cni-server` container of Kube-OVN's `kube-ovn-cni`
 //! DaemonSet): serves CNI ADD/DEL/CHECK/GC to the `kube-ovn` CNI binary on
-//! `--bind-socket`, removes stale pod ports every minute, and installs the conflist with
+//! `--bind-socket`, removes stale pod ports every minute, keeps the pods' QoS as their
+//! annotations say (the QoS loop), and installs the conflist with
 //! `--install-cni-config`; runs until SIGINT/SIGTERM. The node bootstrap (`br-int`,
 //! `ovn0`) is in `kube_ovn::daemon::ensure`, not started by this binary yet.
 
@@ -11,10 +12,13 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_ovn::daemon::flags::DaemonFlags;
 use kube_ovn::daemon::{
-    cniconf, keep_collecting, server, CniDaemon, CniSettings, HostNamespace, GC_PERIOD,
+    cniconf, keep_collecting, qos, server, CniDaemon, CniSettings, HostNamespace, GC_PERIOD,
     INTEGRATION_BRIDGE,
 };
 use ovs_vsctl::{Bridge, VsClient};
+
+/// How often the QoS loop retries pods not plugged yet or whose QoS failed.
+const QOS_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -60,7 +64,11 @@ async fn run(flags: &DaemonFlags) -> anyhow::Result<()> {
     if let Some(path) = &flags.host_netns {
         settings.host_netns = HostNamespace::Path(path.clone());
     }
-    let daemon = CniDaemon::new(client, vs, settings);
+    // the QoS loop's own connection: it reads the replica while ADDs write through theirs
+    let qos_vs = VsClient::connect(&remote)
+        .await
+        .with_context(|| format!("connecting to Open_vSwitch at {remote}"))?;
+    let daemon = CniDaemon::new(client.clone(), vs, settings);
     let api = server::serve(&flags.bind_socket, daemon.clone()).await?;
     tracing::info!(socket = %api.path().display(), node = %flags.node_name, "serving CNI requests");
     if flags.install_cni_config {
@@ -71,7 +79,29 @@ async fn run(flags: &DaemonFlags) -> anyhow::Result<()> {
         )?;
         tracing::info!(path = %path.display(), "CNI configuration installed");
     }
-    keep_collecting(daemon, GC_PERIOD, shutdown_signal()).await;
+    // one signal stops both loops
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let until_stopped = || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }
+    };
+    let signal = async {
+        shutdown_signal().await;
+        let _ = stop.send(true);
+    };
+    tokio::join!(
+        signal,
+        keep_collecting(daemon, GC_PERIOD, until_stopped()),
+        qos::watch::run(
+            client,
+            &flags.node_name,
+            &qos_vs,
+            QOS_RETRY,
+            until_stopped()
+        ),
+    );
     api.stop().await;
     tracing::info!("stopped by signal");
     Ok(())

@@ -4,18 +4,24 @@
 //! gateway, answer what the CNI result needs. Any failure after the veth exists removes
 //! the port and the veth again.
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use datapath::{MacAddr, PodInterface, RouteSpec};
+use datapath::{GatewayCheck, MacAddr, PodInterface, RouteSpec};
+use futures::StreamExt;
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Pod;
+use kube::api::{WatchEvent, WatchParams};
 use kube::Api;
 use ovs_vsctl::InterfaceSpec;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::api::{CniRequest, CniResponse, IpResponse, RouteEntry, DEFAULT_PROVIDER};
 use super::handler::{CniDaemon, CniFailure};
+use super::qos::{self, QosSpec, QosTarget};
 use crate::annotations::{PodNetwork, Provider};
 use crate::controller::owners::pod_port_name;
 use crate::controller::VENDOR;
@@ -39,15 +45,43 @@ struct Attachment {
 impl CniDaemon {
     /// CNI ADD for one pod NIC.
     pub async fn add(&self, req: CniRequest) -> Result<CniResponse, CniFailure> {
+        let span = tracing::info_span!(
+            "cni_add",
+            pod = %format!("{}/{}", req.pod_namespace, req.pod_name),
+            container = %req.container_id.get(..12).unwrap_or(&req.container_id),
+            lock_ms = Empty,
+            annotation_ms = Empty,
+            subnet_ms = Empty,
+            cleanup_ms = Empty,
+            veth_ms = Empty,
+            ovs_port_ms = Empty,
+            qos_ms = Empty,
+            ovn_installed_ms = Empty,
+            gateway_ms = Empty,
+            total_ms = Empty,
+        );
+        let start = Instant::now();
+        let result = self.add_steps(req).instrument(span.clone()).await;
+        span.record("total_ms", ms(start));
+        // one line per ADD with the time of each step in the span's fields (a failure
+        // is logged once, by the server)
+        if result.is_ok() {
+            tracing::info!(parent: &span, "pod network configured");
+        }
+        result
+    }
+
+    /// ADD's steps, each timed into a field of the current `cni_add` span.
+    async fn add_steps(&self, req: CniRequest) -> Result<CniResponse, CniFailure> {
         require("pod_name", &req.pod_name)?;
         require("pod_namespace", &req.pod_namespace)?;
         require("container_id", &req.container_id)?;
         require("net_ns", &req.net_ns)?;
         require("if_name", &req.if_name)?;
         let provider = provider_of(&req)?;
-        let _guard = self.lock(&req.container_id).await;
-        let network = self.wait_for_network(&req, &provider).await?;
-        let subnet = self.subnet_settings(&network).await?;
+        let _guard = timed("lock_ms", self.lock(&req.container_id)).await;
+        let network = timed("annotation_ms", self.wait_for_network(&req, &provider)).await?;
+        let subnet = timed("subnet_ms", self.subnet_settings(&network)).await?;
         let plan = plan_attachment(
             &req,
             &network,
@@ -58,15 +92,21 @@ impl CniDaemon {
         let host = plan.interface.host.name.clone();
         let iface_id = pod_port_name(&req.pod_namespace, &req.pod_name, provider.as_str());
         // a repeated ADD for the container starts from nothing
-        self.remove_attachment(&req.container_id, &req.if_name, &req.net_ns)
-            .await?;
+        timed(
+            "cleanup_ms",
+            self.remove_attachment(&req.container_id, &req.if_name, &req.net_ns),
+        )
+        .await?;
         let spec = plan.interface.clone();
-        self.settings
+        let setup = self
+            .settings
             .host_netns
-            .run(move || async move { datapath::setup(&spec).await })
+            .run(move || async move { datapath::setup(&spec).await });
+        timed("veth_ms", setup)
             .await?
             .map_err(CniFailure::datapath(&req.container_id))?;
-        let plugged = self.plug(&req, &host, &iface_id, &plan, subnet).await;
+        let qos = QosSpec::from_network(&network);
+        let plugged = self.plug(&req, &host, &iface_id, &plan, subnet, &qos).await;
         if let Err(error) = plugged {
             if let Err(cleanup) = self
                 .remove_attachment(&req.container_id, &req.if_name, &req.net_ns)
@@ -76,11 +116,12 @@ impl CniDaemon {
             }
             return Err(error);
         }
-        tracing::info!(pod = %format!("{}/{}", req.pod_namespace, req.pod_name), port = %host, %iface_id, "pod network configured");
+        tracing::debug!(port = %host, %iface_id, "pod plugged");
         Ok(plan.response)
     }
 
-    /// The steps after the veth exists: the OVS port, `ovn-installed`, the gateway.
+    /// The steps after the veth exists: the OVS port, its QoS, `ovn-installed`, the
+    /// gateway.
     async fn plug(
         &self,
         req: &CniRequest,
@@ -88,6 +129,7 @@ impl CniDaemon {
         iface_id: &str,
         plan: &Attachment,
         subnet: SubnetSettings,
+        qos: &QosSpec,
     ) -> Result<(), CniFailure> {
         let ips = plan
             .interface
@@ -114,34 +156,79 @@ impl CniDaemon {
         txn.may_exist()
             .add_port(&self.settings.bridge, host, spec)
             .map_err(CniFailure::ovs(host))?;
-        self.vs.commit(txn).await.map_err(CniFailure::ovs(host))?;
-        // QoS: applied by daemon::qos after merge
-        let waited = self.settings.ovn_installed_wait;
-        self.vs
-            .wait_ovn_installed(host, waited)
+        timed("ovs_port_ms", self.vs.commit(txn))
             .await
-            .map_err(|_| CniFailure::NotInstalled {
-                port: host.to_string(),
-                iface_id: iface_id.to_string(),
-                waited,
-            })?;
-        if subnet.disable_gateway_check || plan.gateways.is_empty() {
+            .map_err(CniFailure::ovs(host))?;
+        if !qos.is_empty() {
+            // as Kube-OVN's ADD does; the daemon's QoS loop keeps it up to date after
+            let pod = format!("{}/{}", req.pod_namespace, req.pod_name);
+            let netns = PathBuf::from(&req.net_ns);
+            let target = QosTarget {
+                port: host,
+                iface_id,
+                pod: &pod,
+                netns: Some(&netns),
+                pod_iface: &req.if_name,
+            };
+            timed("qos_ms", qos::apply(&self.vs, &target, qos))
+                .await
+                .map_err(|source| CniFailure::Qos {
+                    pod,
+                    source: Box::new(source),
+                })?;
+        }
+        let waited = self.settings.ovn_installed_wait;
+        let installed = timed("ovn_installed_ms", self.vs.wait_ovn_installed(host, waited));
+        let check = !subnet.disable_gateway_check && !plan.gateways.is_empty();
+        if !check {
+            installed
+                .await
+                .map_err(|_| not_installed(host, iface_id, waited))?;
             return Ok(());
         }
-        datapath::check_gateways(
-            &PathBuf::from(&req.net_ns),
-            &req.if_name,
-            &plan.interface.container.addresses,
-            &plan.gateways,
-            self.settings.gateway_check,
+        // The gateway is probed while ovn-controller installs the port: its answer comes
+        // through the port's flows, so it cannot come before them, and waiting for one
+        // and then the other would add the two latencies.
+        let early = timed(
+            "gateway_ms",
+            self.check_gateways(req, plan, early_probe(self.settings.gateway_check)),
+        );
+        let (installed, early) = tokio::join!(installed, early);
+        installed.map_err(|_| not_installed(host, iface_id, waited))?;
+        if early.is_ok() {
+            return Ok(());
+        }
+        // the probes may have run out before the flows were in: the full check again
+        timed(
+            "gateway_ms",
+            self.check_gateways(req, plan, self.settings.gateway_check),
         )
         .await
         .map_err(CniFailure::datapath(&req.container_id))?;
         Ok(())
     }
 
+    /// The gateway check from the pod's interface (ARP / neighbour discovery).
+    async fn check_gateways(
+        &self,
+        req: &CniRequest,
+        plan: &Attachment,
+        check: GatewayCheck,
+    ) -> Result<Vec<(IpAddr, datapath::MacAddr)>, datapath::Error> {
+        datapath::check_gateways(
+            &PathBuf::from(&req.net_ns),
+            &req.if_name,
+            &plan.interface.container.addresses,
+            &plan.gateways,
+            check,
+        )
+        .await
+    }
+
     /// Reads the pod until the controller has allocated the NIC (and, on the default
-    /// provider, routed it), at most `annotation_wait`.
+    /// provider, routed it), at most `annotation_wait`: between reads, a watch on the pod
+    /// from the version read returns at its next change, so the annotation is seen as
+    /// soon as it is written (`annotation_poll` paces the reads only when watching fails).
     async fn wait_for_network(
         &self,
         req: &CniRequest,
@@ -160,15 +247,47 @@ impl CniDaemon {
                 Err(missing) => missing,
             };
             let waited = start.elapsed();
-            if waited >= self.settings.annotation_wait {
+            let left = self.settings.annotation_wait.saturating_sub(waited);
+            if left.is_zero() {
                 return Err(CniFailure::NotAllocated {
                     pod: key,
                     what: missing,
                     waited,
                 });
             }
-            tokio::time::sleep(self.settings.annotation_poll).await;
+            let version = pod.metadata.resource_version.clone().unwrap_or_default();
+            self.pod_changed(req, &version, left).await;
         }
+    }
+
+    /// Returns when the pod changes after `version` (its first watch event), or after
+    /// `left`; when the watch cannot be opened, after `annotation_poll` (within `left`).
+    async fn pod_changed(&self, req: &CniRequest, version: &str, left: Duration) {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &req.pod_namespace);
+        let secs = left.as_secs().clamp(1, u64::from(u32::MAX)) as u32;
+        let params = WatchParams::default()
+            .fields(&format!("metadata.name={}", req.pod_name))
+            .timeout(secs);
+        let first_event = async {
+            match pods.watch(&params, version).await {
+                Ok(stream) => {
+                    let mut stream = std::pin::pin!(stream);
+                    match stream.next().await {
+                        Some(Ok(WatchEvent::Added(_) | WatchEvent::Modified(_)))
+                        | Some(Ok(WatchEvent::Deleted(_))) => return,
+                        // an error event (version too old) or the end: pace the reads
+                        other => {
+                            tracing::debug!(pod = %req.pod_name, event = ?other.map(|e| e.map(|_| ())), "watch gave no change")
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(pod = %req.pod_name, %error, "cannot watch the pod; reading it again later");
+                }
+            }
+            tokio::time::sleep(self.settings.annotation_poll).await;
+        };
+        let _ = tokio::time::timeout(left, first_event).await;
     }
 
     async fn subnet_settings(&self, network: &PodNetwork) -> Result<SubnetSettings, CniFailure> {
@@ -189,6 +308,44 @@ impl CniDaemon {
                 disable_gateway_check: s.spec.disable_gateway_check == Some(true),
             })
             .unwrap_or_default())
+    }
+}
+
+/// Milliseconds since `start`.
+fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Awaits `step` and records how long it took into `field` of the current span.
+async fn timed<T>(field: &'static str, step: impl Future<Output = T>) -> T {
+    let start = Instant::now();
+    let out = step.await;
+    tracing::Span::current().record(field, ms(start));
+    out
+}
+
+/// How often the early gateway probe asks: the answer can come any millisecond once
+/// ovn-controller's flows are in, so the probe asks often, for a short while.
+const EARLY_PROBE_INTERVAL: Duration = Duration::from_millis(5);
+/// The early probe's longest run; after it, the full check runs once `ovn-installed` is.
+const EARLY_PROBE_BUDGET: Duration = Duration::from_secs(2);
+
+/// The early probe: frequent tries, within `EARLY_PROBE_BUDGET` and the full check's
+/// own length.
+fn early_probe(full: GatewayCheck) -> GatewayCheck {
+    let budget = (full.interval * full.attempts).min(EARLY_PROBE_BUDGET);
+    let attempts = (budget.as_millis() / EARLY_PROBE_INTERVAL.as_millis()).max(1) as u32;
+    GatewayCheck {
+        attempts,
+        interval: EARLY_PROBE_INTERVAL,
+    }
+}
+
+fn not_installed(host: &str, iface_id: &str, waited: Duration) -> CniFailure {
+    CniFailure::NotInstalled {
+        port: host.to_string(),
+        iface_id: iface_id.to_string(),
+        waited,
     }
 }
 
@@ -420,7 +577,7 @@ impl CniDaemon {
         Err(CniFailure::NotInstalled {
             port: host.clone(),
             iface_id,
-            waited: std::time::Duration::ZERO,
+            waited: Duration::ZERO,
         })
     }
 }

@@ -34,7 +34,8 @@ pub struct CniSettings {
     pub annotation_poll: Duration,
     /// How long ADD waits for `external_ids:ovn-installed` (Kube-OVN: 30 s).
     pub ovn_installed_wait: Duration,
-    /// The gateway check after the port is installed.
+    /// The gateway check once `ovn-installed` is there, if a quick probe made while it
+    /// was awaited got no answer.
     pub gateway_check: GatewayCheck,
     /// TX checksum offload off in the pod (the userspace datapath needs full checksums).
     pub userspace_datapath: bool,
@@ -140,6 +141,15 @@ pub enum CniFailure {
         /// Why.
         #[source]
         source: Box<datapath::Error>,
+    },
+    /// The pod's QoS (`ingress_rate`, `egress_rate`, netem) could not be applied.
+    #[error("QoS of pod {pod} failed")]
+    Qos {
+        /// `namespace/name`.
+        pod: String,
+        /// Why.
+        #[source]
+        source: Box<super::qos::QosError>,
     },
     /// The host namespace could not be entered.
     #[error(transparent)]

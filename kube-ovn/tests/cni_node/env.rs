@@ -52,6 +52,7 @@ pub const TOOLS: &[&str] = &[
     "ovn-nbctl",
     "ovn-sbctl",
     "ip",
+    "tc",
     "ping",
     "python3",
 ];
@@ -201,26 +202,7 @@ impl Env {
 
     /// Creates the pod (scheduled here) without any network annotation.
     pub async fn create_pod(&self, namespace: &str, name: &str, annotations: AnnotationMap) {
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        let mut ns = Namespace::default();
-        ns.metadata.name = Some(namespace.into());
-        let _ = namespaces.create(&PostParams::default(), &ns).await;
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let mut pod = Pod::default();
-        pod.metadata.name = Some(name.into());
-        pod.metadata.annotations = Some(annotations);
-        pod.spec = Some(PodSpec {
-            node_name: Some(NODE.into()),
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("pause".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        });
-        pods.create(&PostParams::default(), &pod)
-            .await
-            .expect("create pod");
+        create_pod(&self.client, namespace, name, annotations, NODE).await;
     }
 
     /// Plays the controller for one pod: annotations and the logical switch port.
@@ -231,34 +213,7 @@ impl Env {
         subnet: SubnetDef,
         host: u8,
     ) -> (String, String) {
-        let prefix = subnet.cidr.split('/').next().unwrap();
-        let octets: Vec<&str> = prefix.split('.').collect();
-        let ip = format!("{}.{}.0.{host}", octets[0], octets[1]);
-        let mac = format!(
-            "00:00:00:{:02x}:{:02x}:{host:02x}",
-            octets[1].parse::<u8>().unwrap(),
-            NEXT.fetch_add(1, Ordering::Relaxed) as u8
-        );
-        let network = PodNetwork {
-            allocated: Some(true),
-            routed: Some(true),
-            ip_address: Some(IpPair::v4(ip.parse().unwrap())),
-            mac_address: Some(mac.parse().unwrap()),
-            cidr: Some(CidrPair::v4(subnet.cidr.parse().unwrap())),
-            gateway: Some(IpPair::v4(subnet.gateway.parse().unwrap())),
-            logical_switch: Some(subnet.name.into()),
-            ..Default::default()
-        };
-        let mut map = AnnotationMap::new();
-        network.write_into(&Provider::ovn(), &mut map);
-        self.create_pod(namespace, name, map).await;
-        let port = format!("{name}.{namespace}");
-        let mut txn = self.nb.txn();
-        txn.lsp_add(subnet.name, &port).expect("lsp-add");
-        txn.lsp_set_addresses(&port, [format!("{mac} {ip}")])
-            .expect("lsp-set-addresses");
-        self.nb.commit(txn).await.expect("commit LSP");
-        (ip, mac)
+        allocate(&self.client, &self.nb, namespace, name, subnet, host, NODE).await
     }
 
     /// Plays the controller and the daemon's bootstrap for the node: the join switch and
@@ -439,6 +394,107 @@ impl Env {
     }
 }
 
+/// Creates the pod, scheduled on `node`, with `annotations`.
+pub async fn create_pod(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    annotations: AnnotationMap,
+    node: &str,
+) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(namespace.into());
+    let _ = namespaces.create(&PostParams::default(), &ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let mut pod = Pod::default();
+    pod.metadata.name = Some(name.into());
+    pod.metadata.annotations = Some(annotations);
+    pod.spec = Some(PodSpec {
+        node_name: Some(node.into()),
+        containers: vec![Container {
+            name: "c".into(),
+            image: Some("pause".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create pod");
+}
+
+/// Plays the controller for one pod on `node`: the pod with its annotations (address
+/// `<subnet prefix>.0.<host>`, a fresh MAC) and its logical switch port. Returns the
+/// address and the MAC.
+pub async fn allocate(
+    client: &kube::Client,
+    nb: &NbClient,
+    namespace: &str,
+    name: &str,
+    subnet: SubnetDef,
+    host: u8,
+    node: &str,
+) -> (String, String) {
+    let (ip, mac, map) = pod_network(subnet, host);
+    create_pod(client, namespace, name, map, node).await;
+    add_port(nb, subnet, &format!("{name}.{namespace}"), &mac, &ip).await;
+    (ip, mac)
+}
+
+/// The controller's annotations for a pod at `<subnet prefix>.0.<host>` with a fresh
+/// MAC: the address, the MAC and the annotations.
+pub fn pod_network(subnet: SubnetDef, host: u8) -> (String, String, AnnotationMap) {
+    let prefix = subnet.cidr.split('/').next().unwrap();
+    let octets: Vec<&str> = prefix.split('.').collect();
+    let ip = format!("{}.{}.0.{host}", octets[0], octets[1]);
+    let mac = format!(
+        "00:00:00:{:02x}:{:02x}:{host:02x}",
+        octets[1].parse::<u8>().unwrap(),
+        NEXT.fetch_add(1, Ordering::Relaxed) as u8
+    );
+    let network = PodNetwork {
+        allocated: Some(true),
+        routed: Some(true),
+        ip_address: Some(IpPair::v4(ip.parse().unwrap())),
+        mac_address: Some(mac.parse().unwrap()),
+        cidr: Some(CidrPair::v4(subnet.cidr.parse().unwrap())),
+        gateway: Some(IpPair::v4(subnet.gateway.parse().unwrap())),
+        logical_switch: Some(subnet.name.into()),
+        ..Default::default()
+    };
+    let mut map = AnnotationMap::new();
+    network.write_into(&Provider::ovn(), &mut map);
+    (ip, mac, map)
+}
+
+/// The pod's logical switch port, as the controller adds it.
+pub async fn add_port(nb: &NbClient, subnet: SubnetDef, port: &str, mac: &str, ip: &str) {
+    let mut txn = nb.txn();
+    txn.lsp_add(subnet.name, port).expect("lsp-add");
+    txn.lsp_set_addresses(port, [format!("{mac} {ip}")])
+        .expect("lsp-set-addresses");
+    nb.commit(txn).await.expect("commit LSP");
+}
+
+/// A TCP server in `server` on `ip:8080` answers "pong"; the client in `client` reads it.
+pub fn tcp_exchange(server: &PodNetns, ip: &str, client: &PodNetns) -> String {
+    let script = format!(
+        "import socket\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         s.bind(('{ip}',8080))\ns.listen(1)\ns.settimeout(20)\nc,_=s.accept()\nc.sendall(b'pong')\nc.close()\n"
+    );
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", &server.name, "python3", "-c", &script])
+        .spawn()
+        .expect("server");
+    let client_script = format!(
+        "import socket,time\nfor i in range(100):\n  try:\n    c=socket.create_connection(('{ip}',8080),timeout=2)\n    break\n  except OSError:\n    time.sleep(0.1)\nprint(c.recv(10).decode(),end='')\n"
+    );
+    let out = client.exec(&["python3", "-c", &client_script]);
+    let _ = child.wait();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// An ovs-vswitchd the test started; stopped by its own pid on drop.
 pub struct VswitchdProcess {
     child: std::process::Child,
@@ -500,7 +556,7 @@ pub fn plugin_dir() -> &'static Path {
 }
 
 /// The switch and its router port, as the Subnet reconciler writes them.
-fn topology(nb: &str, subnet: SubnetDef) {
+pub fn topology(nb: &str, subnet: SubnetDef) {
     let (net, len) = subnet.cidr.split_once('/').unwrap();
     let _ = net;
     let lrp = format!("{ROUTER}-{}", subnet.name);
