@@ -469,9 +469,6 @@ async fn wait_progress(client: &Client, routed_before: usize, controller: &mut C
     }
 }
 
-/// One test at a time: each runs its own controller, API server and NB.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The embedded API server with our CRDs and [`NAMESPACES`], [`BOUND_SUBNET`] bound to
 /// the last; a client and a kubeconfig for it.
 async fn api_server(dir: &Path) -> (Handle, Client, PathBuf) {
@@ -559,7 +556,6 @@ async fn killed_ten_times_during_churn_of_500_pods_no_address_is_owned_twice() {
     let Some(central) = common::central() else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let (server, client, kubeconfig) = api_server(dir.path()).await;
     let nb_remote = central.nb_remote();
