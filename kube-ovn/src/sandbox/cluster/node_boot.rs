@@ -1,10 +1,9 @@
-//! What Kube-OVN's daemon does on each node besides CNI, which the `kube-ovn-daemon`
-//! binary does not run yet, so the supervisor runs it on the daemon's library code:
-//! the host side (`br-int`'s `ovn0` on the join network with routes to every subnet
-//! and the service range, kept converged as Kube-OVN does at start and in
+//! What Kube-OVN's daemon does on each node besides CNI and pod QoS, which the
+//! `kube-ovn-daemon` binary does not run yet, so the supervisor runs it on the daemon's
+//! library code: the host side (`br-int`'s `ovn0` on the join network with routes to
+//! every subnet and the service range, kept converged as Kube-OVN does at start and in
 //! `loopOvn0Check`: [`crate::daemon::ensure`], once the controller has given the node
-//! its join address), and the pods' QoS from their annotations
-//! ([`crate::daemon::qos::watch::run`]).
+//! its join address). The pods' QoS loop runs in the daemon binary.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -66,20 +65,6 @@ pub(crate) async fn keep_node_converged(client: kube::Client, host: NodeHost) {
         }
         tokio::time::sleep(PERIOD).await;
     }
-}
-
-/// Applies the QoS annotations of the node's pods until dropped.
-pub(crate) async fn keep_pod_qos(client: kube::Client, host: NodeHost) {
-    let vs = loop {
-        match VsClient::connect(&host.ovs_remote).await {
-            Ok(vs) => break vs,
-            Err(e) => {
-                tracing::warn!(node = %host.name, error = %e, "cannot reach the node's OVS for QoS");
-                tokio::time::sleep(PERIOD).await;
-            }
-        }
-    };
-    crate::daemon::qos::watch::run(client, &host.name, &vs, PERIOD, std::future::pending()).await;
 }
 
 async fn connect(host: &NodeHost) -> Option<(VsClient, HostNetwork)> {

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use super::error::SandboxError;
 use super::layout::{Names, StateLayout};
-use super::node_boot::{keep_node_converged, keep_pod_qos, NodeHost};
+use super::node_boot::{keep_node_converged, NodeHost};
 use super::process::{log_tail, stop};
 use super::record::SandboxRecord;
 use crate::ko::target::{SandboxNode, SandboxState};
@@ -281,9 +281,6 @@ async fn start(
                 SandboxError::Usage(format!("node {} has no IP underlay address", node.name()))
             })?,
         };
-        running
-            .tasks
-            .push(tokio::spawn(keep_pod_qos(client.clone(), host.clone())));
         running
             .tasks
             .push(tokio::spawn(keep_node_converged(client.clone(), host)));
