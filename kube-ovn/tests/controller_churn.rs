@@ -35,6 +35,7 @@ use kube_ovn::controller::ipam_rebuild::rebuild_ipam;
 use kube_ovn::controller::owners::{pod_owner, EXTERNAL_ID_LS, EXTERNAL_ID_POD, OVN_PROVIDER};
 use kube_ovn::controller::Context;
 use kube_ovn::crd::{Subnet, SubnetSpec, IP};
+use ovn_harness::{Db, RaftCluster};
 use ovn_nb::{LogicalSwitchPort, NbClient};
 
 /// Pods created in all.
@@ -469,6 +470,9 @@ async fn wait_progress(client: &Client, routed_before: usize, controller: &mut C
     }
 }
 
+/// One test at a time: each runs its own controller, API server and NB.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The embedded API server with our CRDs and [`NAMESPACES`], [`BOUND_SUBNET`] bound to
 /// the last; a client and a kubeconfig for it.
 async fn api_server(dir: &Path) -> (Handle, Client, PathBuf) {
@@ -556,6 +560,7 @@ async fn killed_ten_times_during_churn_of_500_pods_no_address_is_owned_twice() {
     let Some(central) = common::central() else {
         return;
     };
+    let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let (server, client, kubeconfig) = api_server(dir.path()).await;
     let nb_remote = central.nb_remote();
@@ -630,6 +635,93 @@ async fn killed_ten_times_during_churn_of_500_pods_no_address_is_owned_twice() {
         "{found:#?}"
     );
     server.shutdown().await;
+}
+
+/// Pods of the NB-leader test.
+const LEADER_PODS: usize = 200;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nb_leader_killed_during_churn_loses_nothing() {
+    if !ovn_harness::require(&["ovsdb-server", "ovsdb-tool", "ovs-appctl"]) {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let mut cluster = RaftCluster::start(Db::Northbound, 3).expect("a 3-member NB cluster");
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client, kubeconfig) = api_server(dir.path()).await;
+    let all = cluster.remotes().join(",");
+    // no SB: the node chassis are not what this test is about
+    let args = vec![
+        format!("--ovn-nb-addr={all}"),
+        format!("--kubeconfig={}", kubeconfig.display()),
+    ];
+    let logs = log_dir("nb_leader");
+    let mut controller = Controller::start(&args, &logs, 0);
+    wait_bound(&client, NAMESPACES[2], BOUND_SUBNET, &mut controller).await;
+
+    let plan = churn_plan(&mut Rng(0x001e_ade4_2026), LEADER_PODS);
+    let (first, rest) = plan.split_at(plan.len() / 2);
+    run_ops(&client, first).await;
+    let before = routed_count(&client).await;
+    let leader = cluster.leader().unwrap();
+    // mid-churn: the controller has pods in flight when its NB server goes
+    cluster.kill(leader);
+    run_ops(&client, rest).await;
+    let new_leader = cluster.wait_leader().unwrap();
+    assert_ne!(new_leader, leader);
+    wait_progress(&client, before, &mut controller).await;
+
+    let nb = NbClient::connect(&all)
+        .await
+        .expect("NB through the new leader");
+    let settled = settle(&client, &nb, &mut controller).await;
+    assert_eq!(settled.pods.len(), survivors(&plan));
+    controller.assert_alive();
+
+    // the killed member comes back and catches up with every port
+    cluster.restart(leader).unwrap();
+    cluster.wait_leader().unwrap();
+    let member = cluster.remotes()[leader].clone();
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let wanted: BTreeSet<String> = settled.pods.keys().cloned().collect();
+    loop {
+        let ports = pod_ports_on(&member).await;
+        if ports == wanted {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the restarted member has {} pod ports, {} wanted",
+            ports.len(),
+            wanted.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    controller.kill();
+    server.shutdown().await;
+}
+
+/// The pods (`external_ids:pod`) of the ports one member has, read from it directly.
+async fn pod_ports_on(remote: &str) -> BTreeSet<String> {
+    let Ok(client) = ovsdb::client::Client::connect(remote).await else {
+        return BTreeSet::new();
+    };
+    let select = ovsdb::Operation::select("Logical_Switch_Port");
+    let Ok(rows) = client.transact("OVN_Northbound", &[select.into()]).await else {
+        return BTreeSet::new();
+    };
+    let mut pods = BTreeSet::new();
+    for row in rows[0].rows().unwrap_or_default() {
+        let pod = row
+            .get("external_ids")
+            .and_then(|v| v.as_map())
+            .and_then(|m| m.get_str(EXTERNAL_ID_POD))
+            .and_then(|a| a.as_str());
+        if let Some(pod) = pod {
+            pods.insert(pod.to_owned());
+        }
+    }
+    pods
 }
 
 /// The checks on a hand-made snapshot: consistent, then one fault at a time.

@@ -44,11 +44,10 @@ pub async fn cleanup(ctx: &Context, pod: &Pod) -> Result<CleanupReport, PodError
         pod.metadata.namespace.as_deref().unwrap_or_default(),
         pod.metadata.name.as_deref().unwrap_or_default(),
     );
-    let owner = pod_owner(ns, name, OVN_PROVIDER);
-    for subnet in ctx.ipam.subnet_names() {
-        if let Ok(Some(_)) = ctx.ipam.release(&subnet, &owner) {
-            report.released.push(subnet);
-        }
+    // the replica is trusted only while connected: a port whose transaction's reply
+    // died with the connection shows up in it only after the reconnect
+    if ctx.nb.db().client().current_remote().is_none() {
+        return Err(PodError::NbUnavailable { pod: pod_key(pod) });
     }
     let port = pod_port_name(ns, name, OVN_PROVIDER);
     let nb_err = |source| PodError::Nb {
@@ -64,6 +63,13 @@ pub async fn cleanup(ctx: &Context, pod: &Pod) -> Result<CleanupReport, PodError
     report.ip_removed = ip_object::delete_ip(&Api::<IP>::all(ctx.client.clone()), &port)
         .await
         .map_err(api_err(pod, "deleting its IP object"))?;
+    // only now, with its port and IP object gone, may the address go to another pod
+    let owner = pod_owner(ns, name, OVN_PROVIDER);
+    for subnet in ctx.ipam.subnet_names() {
+        if let Ok(Some(_)) = ctx.ipam.release(&subnet, &owner) {
+            report.released.push(subnet);
+        }
+    }
     let subnets: Api<Subnet> = Api::all(ctx.client.clone());
     for subnet in &report.released {
         status::write_usage(&subnets, &ctx.ipam, subnet)

@@ -60,6 +60,12 @@ pub enum PodError {
         #[source]
         source: NbError,
     },
+    /// The NB connection is down: the replica may lack what the server has.
+    #[error("pod {pod}: NB is not connected; its replica cannot be trusted")]
+    NbUnavailable {
+        /// `namespace/name`.
+        pod: String,
+    },
     /// The IPAM could not serve the subnet (not registered yet).
     #[error("pod {pod}: allocating in subnet {subnet} failed")]
     Alloc {
