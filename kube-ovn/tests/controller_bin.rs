@@ -148,9 +148,7 @@ async fn runs_the_start_up_then_the_subnet_controller_with_kube_ovns_deployment_
         .await;
     let (stdout, stderr) = first.stop();
     assert!(
-        stdout.contains(
-            "pods, nodes, services, network policies and the other kinds are not reconciled yet"
-        ),
+        stdout.contains("Services and NetworkPolicies are reconciled"),
         "{stdout}"
     );
     for flag in [

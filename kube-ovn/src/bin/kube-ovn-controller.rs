@@ -112,10 +112,11 @@ async fn lead(config: &ControllerConfig, client: kube::Client) -> anyhow::Result
         .await
         .context("start-up writes to NB")?;
     tracing::info!(operations = report.ops_written(), "start-up done");
-    let not_yet = "the Subnet and IPPool reconcilers, the IPAM rebuild and garbage \
-        collection run: pods, nodes, services, network policies and the other kinds are \
-        not reconciled yet";
-    tracing::warn!("{not_yet}");
+    // VPCs, NAT, EIPs, VIPs and underlay (Vlan, ProviderNetwork) come in a later wave
+    let not_yet = "Subnets, IPPools, Pods, Nodes, Services and NetworkPolicies are \
+        reconciled; Vpc, Vip, Vlan, ProviderNetwork, the OVN EIP/FIP/SNAT/DNAT kinds, \
+        QoSPolicy and SwitchLBRule are not yet";
+    tracing::info!("{not_yet}");
     println!(
         "kube-ovn-controller: start-up done ({} NB operations); {not_yet}",
         report.ops_written()
