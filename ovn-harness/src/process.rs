@@ -198,20 +198,28 @@ pub(crate) fn log_tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago. Raft addresses are written into
-/// the database file before the server starts, so they cannot be `ptcp:0`.
+/// A TCP port on 127.0.0.1 that was free a moment ago and that this process has not
+/// handed out before. Raft addresses are written into the database file before the
+/// server starts, so they cannot be `ptcp:0`; and the kernel may give the same port
+/// to two binds in a row once the first listener is closed (seen: two members of one
+/// cluster given one port), hence the record of ports already handed out.
 pub(crate) fn free_port() -> Result<u16, HarnessError> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| HarnessError::Io {
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let io_err = |source| HarnessError::Io {
         path: PathBuf::from("127.0.0.1:0"),
         source,
-    })?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|source| HarnessError::Io {
-            path: PathBuf::from("127.0.0.1:0"),
-            source,
-        })
+    };
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(io_err)?
+            .port();
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if handed_out.insert(port) {
+            return Ok(port);
+        }
+    }
 }
 
 /// Polls `cond` every 50 ms for up to `timeout`.
