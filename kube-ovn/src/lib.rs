@@ -12,4 +12,5 @@ pub mod controller;
 pub mod crd;
 pub mod daemon;
 pub mod ko;
+pub mod kube_client;
 pub mod sandbox;

@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_ovn::config::{ConfigError, ControllerConfig};
 use kube_ovn::controller::leader::{self, LeaderElection};
 use kube_ovn::controller::{self, bootstrap};
+use kube_ovn::kube_client::kube_client;
 use ovn_nb::NbClient;
 use ovn_sb::SbClient;
 
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: &ControllerConfig) -> anyhow::Result<()> {
-    let client = kube_client(config).await?;
+    let client = kube_client(config.kubeconfig.as_deref()).await?;
     let election = LeaderElection::from_env();
     tracing::info!(
         lease = %election.lease_name,
@@ -157,21 +157,4 @@ async fn connect_sb(config: &ControllerConfig) -> Option<SbClient> {
             None
         }
     }
-}
-
-/// The Kubernetes client: `--kubeconfig` if given, else in-cluster or `$KUBECONFIG`.
-async fn kube_client(config: &ControllerConfig) -> anyhow::Result<kube::Client> {
-    let kube_config = match &config.kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-                .await
-                .with_context(|| format!("using kubeconfig {}", path.display()))?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no --kubeconfig, and no in-cluster or $KUBECONFIG configuration")?,
-    };
-    kube::Client::try_from(kube_config).context("building the Kubernetes client")
 }

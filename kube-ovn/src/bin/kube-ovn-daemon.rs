@@ -9,12 +9,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_ovn::daemon::flags::DaemonFlags;
 use kube_ovn::daemon::{
     cniconf, keep_collecting, qos, server, CniDaemon, CniSettings, HostNamespace, GC_PERIOD,
     INTEGRATION_BRIDGE,
 };
+use kube_ovn::kube_client::kube_client;
 use ovs_vsctl::{Bridge, VsClient};
 
 /// How often the QoS loop retries pods not plugged yet or whose QoS failed.
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(flags: &DaemonFlags) -> anyhow::Result<()> {
-    let client = kube_client(flags).await?;
+    let client = kube_client(flags.kubeconfig.as_deref()).await?;
     let remote = flags.ovs_remote();
     let vs = VsClient::connect(&remote)
         .await
@@ -117,21 +117,4 @@ async fn shutdown_signal() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
-}
-
-/// The Kubernetes client: `--kubeconfig` if given, else in-cluster or `$KUBECONFIG`.
-async fn kube_client(flags: &DaemonFlags) -> anyhow::Result<kube::Client> {
-    let kube_config = match &flags.kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-                .await
-                .with_context(|| format!("using kubeconfig {}", path.display()))?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no --kubeconfig, and no in-cluster or $KUBECONFIG configuration")?,
-    };
-    kube::Client::try_from(kube_config).context("building the Kubernetes client")
 }

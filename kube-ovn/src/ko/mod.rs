@@ -20,7 +20,6 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 
 pub use error::KoError;
@@ -43,28 +42,14 @@ impl Ko {
             .kubeconfig
             .clone()
             .or_else(|| self.sandbox.as_ref().map(|s| s.kubeconfig.clone()));
-        let config = match &path {
-            Some(path) => {
-                let bad = |reason: String| KoError::Kubeconfig {
-                    path: path.display().to_string(),
-                    reason,
-                };
-                let file = Kubeconfig::read_from(path).map_err(|e| bad(e.to_string()))?;
-                kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-                    .await
-                    .map_err(|e| bad(e.to_string()))?
-            }
-            None => kube::Config::infer()
-                .await
-                .map_err(|e| KoError::Kubeconfig {
-                    path: "default".to_string(),
-                    reason: e.to_string(),
-                })?,
-        };
-        Client::try_from(config).map_err(|source| KoError::Kube {
-            context: "build a client".to_string(),
-            source,
-        })
+        crate::kube_client::kube_client(path.as_deref())
+            .await
+            .map_err(|e| KoError::Kubeconfig {
+                path: path
+                    .as_ref()
+                    .map_or("default".into(), |p| p.display().to_string()),
+                reason: e.to_string(),
+            })
     }
 
     /// How `tool ARGS` runs against `place`, plus the client an exec needs.

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::{Discovery, Scope};
 use serde_json::Value;
@@ -19,15 +18,12 @@ const FIELD_MANAGER: &str = "kube-ovn-sandbox";
 
 /// A kube-rs client for the kubeconfig at `path`.
 pub(crate) async fn client(path: &Path) -> Result<kube::Client, SandboxError> {
-    let bad = |reason: String| SandboxError::Kubeconfig {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let file = Kubeconfig::read_from(path).map_err(|e| bad(e.to_string()))?;
-    let config = kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+    crate::kube_client::kube_client(Some(path))
         .await
-        .map_err(|e| bad(e.to_string()))?;
-    kube::Client::try_from(config).map_err(|e| bad(e.to_string()))
+        .map_err(|e| SandboxError::Kubeconfig {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
 }
 
 /// One object of a manifest file.
