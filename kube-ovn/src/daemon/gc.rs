@@ -78,17 +78,10 @@ pub async fn keep_collecting(
     period: Duration,
     shutdown: impl Future<Output = ()>,
 ) {
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => return,
-            _ = tick.tick() => {
-                if let Err(error) = daemon.gc().await {
-                    tracing::warn!(error = %super::error_chain(&error), "interface GC failed");
-                }
-            }
+    super::every(period, shutdown, || async {
+        if let Err(error) = daemon.gc().await {
+            tracing::warn!(error = %super::error_chain(&error), "interface GC failed");
         }
-    }
+    })
+    .await
 }

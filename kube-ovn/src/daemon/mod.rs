@@ -167,17 +167,32 @@ pub async fn keep_converged(
     period: Duration,
     shutdown: impl Future<Output = ()>,
 ) {
+    every(period, shutdown, || async {
+        if let Err(error) = ensure(vs, net, boot).await {
+            tracing::warn!(node = %boot.node_name, error = %error_chain(&error), "node bootstrap round failed");
+        }
+    })
+    .await
+}
+
+/// The daemon's periodic loops: `round` now and every `period` until `shutdown`
+/// resolves. A round that overruns delays the next rather than bunching them up; a
+/// round in progress finishes before `shutdown` is seen.
+pub(crate) async fn every<Round, Fut>(
+    period: Duration,
+    shutdown: impl Future<Output = ()>,
+    mut round: Round,
+) where
+    Round: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
-            _ = tick.tick() => {
-                if let Err(error) = ensure(vs, net, boot).await {
-                    tracing::warn!(node = %boot.node_name, error = %error_chain(&error), "node bootstrap round failed");
-                }
-            }
+            _ = tick.tick() => round().await,
         }
     }
 }

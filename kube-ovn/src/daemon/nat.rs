@@ -280,39 +280,35 @@ pub fn remove() -> Result<bool, NatError> {
 /// with an invalid CIDR block is left out (the Subnet reconciler reports it).
 pub async fn run_loop(client: Client, period: Duration, shutdown: impl Future<Output = ()>) {
     let api: Api<Subnet> = Api::all(client);
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => return,
-            _ = tick.tick() => {}
+    super::every(period, shutdown, || sync_round(&api)).await
+}
+
+/// One round of [`run_loop`]: the Subnets listed, their rules synced.
+async fn sync_round(api: &Api<Subnet>) {
+    let list = match api.list(&Default::default()).await {
+        Ok(list) => list,
+        Err(error) => {
+            tracing::warn!(%error, "listing Subnets for natOutgoing failed");
+            return;
         }
-        let list = match api.list(&Default::default()).await {
-            Ok(list) => list,
+    };
+    let subnets: Vec<NatSubnet> = list
+        .items
+        .iter()
+        .filter_map(|s| match NatSubnet::from_subnet(s) {
+            Ok(nat) => nat,
             Err(error) => {
-                tracing::warn!(%error, "listing Subnets for natOutgoing failed");
-                continue;
+                tracing::warn!(error = %super::error_chain(&error), "subnet left out of natOutgoing");
+                None
             }
-        };
-        let subnets: Vec<NatSubnet> = list
-            .items
-            .iter()
-            .filter_map(|s| match NatSubnet::from_subnet(s) {
-                Ok(nat) => nat,
-                Err(error) => {
-                    tracing::warn!(error = %super::error_chain(&error), "subnet left out of natOutgoing");
-                    None
-                }
-            })
-            .collect();
-        match tokio::task::spawn_blocking(move || sync(&subnets)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(error = %super::error_chain(&error), "natOutgoing sync failed")
-            }
-            Err(error) => tracing::warn!(%error, "natOutgoing sync panicked"),
+        })
+        .collect();
+    match tokio::task::spawn_blocking(move || sync(&subnets)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => {
+            tracing::warn!(error = %super::error_chain(&error), "natOutgoing sync failed")
         }
+        Err(error) => tracing::warn!(%error, "natOutgoing sync panicked"),
     }
 }
 
