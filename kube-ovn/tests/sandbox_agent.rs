@@ -271,6 +271,8 @@ async fn matrix_all_allowed_then_one_stopped(sb: &mut Sandbox) {
         protocols: vec![Protocol::Tcp, Protocol::Udp],
         timeout: Duration::from_secs(2),
         concurrency: 8,
+        retries: 1,
+        retry_delay: Duration::from_millis(200),
     };
     let (targets, eval) = load_cluster(&sb.client, &sb.directory, &["default".to_string()])
         .await
@@ -317,7 +319,17 @@ async fn matrix_all_allowed_then_one_stopped(sb: &mut Sandbox) {
     assert!(wrong
         .iter()
         .all(|p| p.destination == "default/b" && p.expected && !p.observed));
+    // a disagreement is probed once more (retries: 1) before it counts; agreeing probes once
+    assert!(wrong.iter().all(|p| p.attempts == 2), "{wrong:?}");
+    assert!(report
+        .probes
+        .iter()
+        .all(|p| p.attempts == if p.destination == "default/b" { 2 } else { 1 }));
     let text = report.render();
+    assert!(
+        text.contains("(3 probed again after a first disagreement)"),
+        "{text}"
+    );
     assert!(
         text.contains("X!") && text.contains("MISMATCH default/a -> default/b"),
         "{text}"

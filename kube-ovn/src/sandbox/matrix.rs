@@ -38,6 +38,14 @@ pub struct MatrixSpec {
     pub timeout: Duration,
     /// How many probes run at once.
     pub concurrency: usize,
+    /// How many more times a probe whose outcome disagrees with the evaluator is
+    /// repeated, [`Self::retry_delay`] apart, before it counts as a mismatch. Policy
+    /// enforcement is eventually consistent (a pod is Running before the controller has
+    /// put its port in every policy's port group), and Kubernetes' own NetworkPolicy
+    /// e2e tests probe a wrong matrix a second time for the same reason.
+    pub retries: u32,
+    /// The wait before each repeat.
+    pub retry_delay: Duration,
 }
 
 /// One probe's outcome.
@@ -59,6 +67,9 @@ pub struct Probe {
     pub observed: bool,
     /// What answered, if anything did (a wrong name is a datapath bug).
     pub answer: Option<String>,
+    /// How many times it was probed: 1, or more where the first outcomes disagreed
+    /// with the evaluator ([`MatrixSpec::retries`]).
+    pub attempts: u32,
 }
 
 /// Every probe of one run.
@@ -88,7 +99,7 @@ pub async fn run_matrix(pods: &[ProbePod], eval: &Evaluator, spec: &MatrixSpec) 
         }
     }
     let timeout = spec.timeout;
-    let probes = futures::stream::iter(jobs)
+    let mut probes: Vec<Probe> = futures::stream::iter(jobs.iter().copied())
         .map(|(src, dst, port, protocol)| async move {
             let ip = dst.info.ips[0];
             let answer = probe(src.netns.clone(), ip, port, protocol, timeout).await;
@@ -101,11 +112,39 @@ pub async fn run_matrix(pods: &[ProbePod], eval: &Evaluator, spec: &MatrixSpec) 
                 expected: eval.allowed(&src.info, &dst.info, port, protocol),
                 observed: answer.as_deref() == Some(dst.info.name.as_str()),
                 answer,
+                attempts: 1,
             }
         })
         .buffered(spec.concurrency.max(1))
         .collect()
         .await;
+    for _ in 0..spec.retries {
+        let wrong: Vec<usize> = (0..probes.len())
+            .filter(|&i| probes[i].expected != probes[i].observed)
+            .collect();
+        if wrong.is_empty() {
+            break;
+        }
+        tokio::time::sleep(spec.retry_delay).await;
+        // `buffered` keeps order: probes[i] is jobs[i]
+        let again: Vec<(usize, Option<String>)> = futures::stream::iter(wrong)
+            .map(|i| {
+                let (src, dst, port, protocol) = jobs[i];
+                async move {
+                    let answer = probe(src.netns.clone(), dst.info.ips[0], port, protocol, timeout);
+                    (i, answer.await)
+                }
+            })
+            .buffered(spec.concurrency.max(1))
+            .collect()
+            .await;
+        for (i, answer) in again {
+            let p = &mut probes[i];
+            p.observed = answer.as_deref() == Some(jobs[i].1.info.name.as_str());
+            p.answer = answer;
+            p.attempts += 1;
+        }
+    }
     MatrixReport {
         pods: pods.iter().map(|p| pod_id(&p.info)).collect(),
         probes,
@@ -215,11 +254,19 @@ impl MatrixReport {
             }
         }
         let wrong = self.mismatches();
+        let repeated = self.probes.iter().filter(|p| p.attempts > 1).count();
         out.push_str(&format!(
-            "{} probes, {} mismatches\n",
+            "{} probes, {} mismatches",
             self.probes.len(),
             wrong.len()
         ));
+        if repeated > 0 {
+            // said, so a slow policy is seen even when it converges
+            out.push_str(&format!(
+                " ({repeated} probed again after a first disagreement)"
+            ));
+        }
+        out.push('\n');
         for p in wrong {
             out.push_str(&format!(
                 "MISMATCH {} -> {} ({}) {}/{}: expected {}, observed {} (answer {:?})\n",

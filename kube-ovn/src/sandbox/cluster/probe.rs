@@ -102,6 +102,8 @@ pub async fn run_probe(
         protocols: opts.protocols.clone(),
         timeout: Duration::from_secs(1),
         concurrency: 16,
+        retries: 3,
+        retry_delay: Duration::from_secs(1),
     };
     let report = run_matrix(&pods, &eval, &spec).await;
     Ok(ProbeOutcome { report, left_out })
