@@ -251,6 +251,30 @@ fn up_and_check(sb: &Sandbox) -> SandboxRecord {
             "{p}"
         );
     }
+    // each node's daemon pinged its join gateway from ovn0 and said so on the Node
+    let start = Instant::now();
+    loop {
+        let out = sb.kubectl(&[
+            "get",
+            "nodes",
+            "-o",
+            r#"jsonpath={range .items[*]}{.status.conditions[?(@.type=="NetworkUnavailable")].reason}{"\n"}{end}"#,
+        ]);
+        let reasons = String::from_utf8_lossy(&out.stdout).to_string();
+        let reachable = reasons
+            .lines()
+            .filter(|r| *r == "JoinSubnetGatewayReachable")
+            .count();
+        if reachable == 2 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "NetworkUnavailable reasons: {reasons:?} ({})",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
     record
 }
 

@@ -26,6 +26,7 @@ use ovsdb::client::Remote;
 
 use crate::annotations::{CidrPair, ExcludeIp, IpPair};
 
+pub(crate) use flags::parse_go_bool;
 pub use flags::ControllerFlags;
 pub use ignored::{FlagKind, IGNORED_FLAGS};
 

@@ -26,8 +26,10 @@
 //! wire types both sides share); [`flags`] are the binary's flags and [`cniconf`] the
 //! conflist it installs.
 //!
-//! Not done here yet: the join gateway ping and the Node's `NetworkUnavailable`
-//! condition, which need the Kubernetes side.
+//! [`node`] builds the desired [`NodeBootstrap`] from the daemon's settings and the
+//! cluster (the Node's join port, the Subnets) and keeps the node converged, as the
+//! `kube-ovn-daemon` binary runs it. Not done yet: the Node's `NetworkUnavailable`
+//! condition after the join gateway ping.
 
 mod add;
 pub mod api;
@@ -38,6 +40,7 @@ mod gc;
 mod handler;
 mod hostns;
 pub mod nat;
+pub mod node;
 mod ovn0;
 mod ovs;
 pub mod qos;

@@ -29,6 +29,7 @@ use std::time::Duration;
 use ipnet::IpNet;
 use kube::{Api, Client};
 
+use super::HostNamespace;
 use crate::controller::subnet::validate::{parse_cidr, SubnetInvalid};
 use crate::crd::Subnet;
 
@@ -276,15 +277,21 @@ pub fn remove() -> Result<bool, NatError> {
     Ok(changed)
 }
 
-/// Lists the Subnets every `period` and [`sync`]s until `shutdown` resolves. A Subnet
-/// with an invalid CIDR block is left out (the Subnet reconciler reports it).
-pub async fn run_loop(client: Client, period: Duration, shutdown: impl Future<Output = ()>) {
+/// Lists the Subnets every `period` and [`sync`]s in the `host` namespace until
+/// `shutdown` resolves. A Subnet with an invalid CIDR block is left out (the Subnet
+/// reconciler reports it).
+pub async fn run_loop(
+    client: Client,
+    host: &HostNamespace,
+    period: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
     let api: Api<Subnet> = Api::all(client);
-    super::every(period, shutdown, || sync_round(&api)).await
+    super::every(period, shutdown, || sync_round(&api, host)).await
 }
 
 /// One round of [`run_loop`]: the Subnets listed, their rules synced.
-async fn sync_round(api: &Api<Subnet>) {
+async fn sync_round(api: &Api<Subnet>, host: &HostNamespace) {
     let list = match api.list(&Default::default()).await {
         Ok(list) => list,
         Err(error) => {
@@ -303,12 +310,22 @@ async fn sync_round(api: &Api<Subnet>) {
             }
         })
         .collect();
-    match tokio::task::spawn_blocking(move || sync(&subnets)).await {
+    // iptables runs in the host namespace: children inherit the spawning thread's
+    let synced = match host {
+        HostNamespace::Current => tokio::task::spawn_blocking(move || sync(&subnets))
+            .await
+            .map_err(|e| e.to_string()),
+        HostNamespace::Path(_) => host
+            .run(move || async move { sync(&subnets) })
+            .await
+            .map_err(|e| super::error_chain(&e)),
+    };
+    match synced {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => {
             tracing::warn!(error = %super::error_chain(&error), "natOutgoing sync failed")
         }
-        Err(error) => tracing::warn!(%error, "natOutgoing sync panicked"),
+        Err(error) => tracing::warn!(%error, "natOutgoing sync did not run"),
     }
 }
 

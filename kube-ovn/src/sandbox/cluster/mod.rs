@@ -4,10 +4,12 @@
 //! own process group) and waits for it to report ready. The supervisor owns every
 //! part as its children, so they outlive the `up` command without being `--detach`ed:
 //! the OVN central and the simulated nodes ([`ovn_harness::Cluster`]), the embedded
-//! API server, `kube-ovn-controller`, one `kube-ovn-daemon` per node, and, as tasks
-//! of its own, the node agents, the scheduler, the workload and EndpointSlice
-//! controllers, a ClusterIP allocator, and each node's host side (`ovn0` on the join network). It records every pid in the state directory ([`SandboxRecord`]) and
-//! writes `sandbox.json` for `kubectl ko`. On SIGTERM it stops them all.
+//! API server, `kube-ovn-controller`, one `kube-ovn-daemon` per node (which also keeps
+//! its node's host side: `ovn0` on the join network, routes, natOutgoing), and, as
+//! tasks of its own, the node agents, the scheduler, the workload and EndpointSlice
+//! controllers and a ClusterIP allocator. It records every pid in the state directory
+//! ([`SandboxRecord`]) and writes `sandbox.json` for `kubectl ko`. On SIGTERM it stops
+//! them all.
 //!
 //! `down` asks the supervisor to stop, then kills by pid whatever of its process group
 //! is left (a killed supervisor leaves its children running) and removes the
@@ -18,7 +20,6 @@ mod apply;
 mod down;
 mod error;
 mod layout;
-mod node_boot;
 mod probe;
 mod process;
 mod record;

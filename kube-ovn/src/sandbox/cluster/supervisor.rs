@@ -15,7 +15,6 @@ use tokio::task::JoinHandle;
 
 use super::error::SandboxError;
 use super::layout::{Names, StateLayout};
-use super::node_boot::{keep_node_converged, NodeHost};
 use super::process::{log_tail, stop};
 use super::record::SandboxRecord;
 use crate::ko::target::{SandboxNode, SandboxState};
@@ -29,6 +28,9 @@ pub const SYSTEM_CNI_DIR: &str = "/usr/lib/cni";
 const PART_READY: Duration = Duration::from_secs(60);
 /// How often the node agents and the sandbox controllers make a pass.
 const RESYNC: Duration = Duration::from_millis(250);
+/// The pods' and `ovn0`'s MTU: the underlay's 1600 leaves room for GENEVE, and 1400
+/// is what the nodes were measured with (`node-simulation.md`).
+const POD_MTU: u32 = 1400;
 
 /// How the supervisor runs.
 #[derive(Debug, Clone)]
@@ -265,25 +267,13 @@ async fn start(
     let cluster = running.cluster.as_ref().expect("set above");
     let mut ko_nodes = Vec::new();
     for node in cluster.nodes() {
-        let daemon = start_daemon(opts, node).await?;
+        let daemon = start_daemon(opts, node, &sb).await?;
         record.processes.push(daemon.info(layout.dir()));
         running.daemons.push(daemon);
         record.save(&layout.record())?;
         let agent = NodeAgent::new(client.clone(), agent_config(opts, node), directory.clone())?;
         agent.register_node().await?;
         running.tasks.push(tokio::spawn(agent.run()));
-        let host = NodeHost {
-            name: node.name().to_string(),
-            ovs_remote: node.chassis().ovs_remote(),
-            netns: crate::sandbox::netns::netns_path(node.netns().name()),
-            sb_remote: sb.clone(),
-            encap_ip: node.underlay_ip().parse().map_err(|_| {
-                SandboxError::Usage(format!("node {} has no IP underlay address", node.name()))
-            })?,
-        };
-        running
-            .tasks
-            .push(tokio::spawn(keep_node_converged(client.clone(), host)));
         ko_nodes.push(SandboxNode {
             name: node.name().to_string(),
             netns: node.netns().name().to_string(),
@@ -337,8 +327,14 @@ fn start_controller(opts: &SuperviseOptions, nb: &str, sb: &str) -> Result<Part,
 /// The node's daemon. It runs in the host namespace, where the API server's
 /// 127.0.0.1 is, and works in the node's namespace through `--host-netns` (a node
 /// namespace cannot reach the host's loopback); it reaches the node's OVS through
-/// the socket file.
-async fn start_daemon(opts: &SuperviseOptions, node: &Node) -> Result<Part, SandboxError> {
+/// the socket file. It keeps the node bootstrapped (`ovn0` on the join network with
+/// routes to every subnet and the service range) with `br-phy`, which carries the
+/// node's underlay address, as its tunnel interface.
+async fn start_daemon(
+    opts: &SuperviseOptions,
+    node: &Node,
+    sb: &str,
+) -> Result<Part, SandboxError> {
     let layout = &opts.layout;
     let name = node.name();
     let bin = layout.cni_bin_dir(name);
@@ -356,6 +352,9 @@ async fn start_daemon(opts: &SuperviseOptions, node: &Node) -> Result<Part, Sand
             "--host-netns={}",
             crate::sandbox::netns::netns_path(node.netns().name()).display()
         ))
+        .arg(format!("--iface={}", ovn_harness::UNDERLAY_BRIDGE))
+        .arg(format!("--ovn-remote={sb}"))
+        .arg(format!("--mtu={POD_MTU}"))
         .arg("--install-cni-config")
         .arg(format!("--cni-conf-dir={}", conf_dir.display()))
         .env("KUBE_NODE_NAME", name);
