@@ -5,7 +5,7 @@
 use clap::builder::ValueParser;
 use clap::{Arg, ArgAction, Command, Parser};
 
-use super::ignored::{FlagKind, IGNORED_FLAGS};
+use super::ignored::{FlagKind, IGNORED_FLAGS, KLOG_FLAGS};
 
 /// Go's `strconv.ParseBool`: what pflag accepts for a boolean flag.
 pub(crate) fn parse_go_bool(text: &str) -> Result<bool, String> {
@@ -139,23 +139,34 @@ pub struct ControllerFlags {
     pub enable_ovn_ipsec: bool,
 }
 
-/// The implemented flags plus every flag of [`IGNORED_FLAGS`], hidden from `--help`.
+/// The implemented flags plus every flag of [`IGNORED_FLAGS`] and [`KLOG_FLAGS`],
+/// hidden from `--help`.
 pub(crate) fn command() -> Command {
     use clap::CommandFactory;
-    IGNORED_FLAGS
-        .iter()
-        .fold(ControllerFlags::command(), |cmd, (name, kind)| {
-            let arg = Arg::new(*name)
-                .long(*name)
-                .hide(true)
-                .action(ArgAction::Set);
-            cmd.arg(match kind {
-                FlagKind::Bool => arg
-                    .num_args(0..=1)
-                    .require_equals(true)
-                    .default_missing_value("true")
-                    .value_parser(ValueParser::new(parse_go_bool)),
-                FlagKind::Value => arg,
-            })
+    with_ignored(
+        ControllerFlags::command(),
+        IGNORED_FLAGS.iter().chain(KLOG_FLAGS),
+    )
+}
+
+/// `cmd` accepting each of `flags` as pflag would, hidden from `--help`: a boolean bare
+/// or with `=`, a value with `=` or as the next argument.
+pub(crate) fn with_ignored<'a>(
+    cmd: Command,
+    flags: impl IntoIterator<Item = &'a (&'static str, FlagKind)>,
+) -> Command {
+    flags.into_iter().fold(cmd, |cmd, (name, kind)| {
+        let arg = Arg::new(*name)
+            .long(*name)
+            .hide(true)
+            .action(ArgAction::Set);
+        cmd.arg(match kind {
+            FlagKind::Bool => arg
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("true")
+                .value_parser(ValueParser::new(parse_go_bool)),
+            FlagKind::Value => arg,
         })
+    })
 }

@@ -17,7 +17,7 @@ pub enum FlagKind {
 
 use FlagKind::{Bool, Value};
 
-/// Accepted and ignored: (name, kind).
+/// Accepted and ignored: (name, kind); [`KLOG_FLAGS`] are too.
 pub const IGNORED_FLAGS: &[(&str, FlagKind)] = &[
     // pkg/controller/config.go
     ("ovn-timeout", Value),
@@ -69,7 +69,11 @@ pub const IGNORED_FLAGS: &[(&str, FlagKind)] = &[
     // dist/images/start-controller.sh
     ("enable-hardware-vtep", Bool),
     ("vtep-db-addr", Value),
-    // klog (k8s.io/klog/v2 InitFlags)
+];
+
+/// klog's flags (`k8s.io/klog/v2` `InitFlags`), which Kube-OVN's controller and daemon
+/// both add to their pflag sets: accepted and ignored by both.
+pub const KLOG_FLAGS: &[(&str, FlagKind)] = &[
     ("v", Value),
     ("vmodule", Value),
     ("log_dir", Value),

@@ -26,9 +26,9 @@ use ovsdb::client::Remote;
 
 use crate::annotations::{CidrPair, ExcludeIp, IpPair};
 
-pub(crate) use flags::parse_go_bool;
+pub(crate) use flags::with_ignored;
 pub use flags::ControllerFlags;
-pub use ignored::{FlagKind, IGNORED_FLAGS};
+pub use ignored::{FlagKind, IGNORED_FLAGS, KLOG_FLAGS};
 
 /// Why the command line does not make a configuration.
 #[derive(Debug, thiserror::Error)]
@@ -168,6 +168,7 @@ impl ControllerConfig {
         let raw = ControllerFlags::from_arg_matches(&matches)?;
         let ignored = IGNORED_FLAGS
             .iter()
+            .chain(KLOG_FLAGS)
             .filter(|(name, _)| matches.value_source(name) == Some(ValueSource::CommandLine))
             .map(|(name, _)| IgnoredFlag {
                 name,

@@ -9,16 +9,15 @@
 
 use std::path::PathBuf;
 
-use clap::builder::ValueParser;
-use clap::{Arg, ArgAction, CommandFactory, FromArgMatches, Parser};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 
-use crate::config::{parse_go_bool, FlagKind};
+use crate::config::{with_ignored, FlagKind, KLOG_FLAGS};
 
 use FlagKind::{Bool, Value};
 
-/// Flags of Kube-OVN's `cni-server` (its chart's `kube-ovn-cni` DaemonSet args,
-/// `cmd/daemon`'s `pkg/daemon/config.go`, and klog's) that this daemon accepts and
-/// ignores: (name, kind).
+/// Flags of Kube-OVN's `cni-server` (its chart's `kube-ovn-cni` DaemonSet args and
+/// `cmd/daemon`'s `pkg/daemon/config.go`) that this daemon accepts and ignores: (name,
+/// kind); klog's ([`KLOG_FLAGS`]) are too.
 pub const IGNORED_DAEMON_FLAGS: &[(&str, FlagKind)] = &[
     ("mirror-iface", Value),
     ("node-switch", Value),
@@ -44,20 +43,6 @@ pub const IGNORED_DAEMON_FLAGS: &[(&str, FlagKind)] = &[
     ("tls-min-version", Value),
     ("tls-max-version", Value),
     ("tls-cipher-suites", Value),
-    // klog (k8s.io/klog/v2 InitFlags)
-    ("v", Value),
-    ("vmodule", Value),
-    ("log_dir", Value),
-    ("log_file", Value),
-    ("log_file_max_size", Value),
-    ("logtostderr", Bool),
-    ("alsologtostderr", Bool),
-    ("stderrthreshold", Value),
-    ("log_backtrace_at", Value),
-    ("add_dir_header", Bool),
-    ("skip_headers", Bool),
-    ("skip_log_headers", Bool),
-    ("one_output", Bool),
 ];
 
 /// The daemon's command line.
@@ -135,25 +120,13 @@ pub struct IgnoredDaemonFlag {
 }
 
 impl DaemonFlags {
-    /// The command with every flag of [`IGNORED_DAEMON_FLAGS`] accepted (hidden from
-    /// `--help`).
+    /// The command with every flag of [`IGNORED_DAEMON_FLAGS`] and [`KLOG_FLAGS`]
+    /// accepted (hidden from `--help`).
     fn command_with_ignored() -> clap::Command {
-        IGNORED_DAEMON_FLAGS
-            .iter()
-            .fold(DaemonFlags::command(), |cmd, (name, kind)| {
-                let arg = Arg::new(*name)
-                    .long(*name)
-                    .hide(true)
-                    .action(ArgAction::Set);
-                cmd.arg(match kind {
-                    Bool => arg
-                        .num_args(0..=1)
-                        .require_equals(true)
-                        .default_missing_value("true")
-                        .value_parser(ValueParser::new(parse_go_bool)),
-                    Value => arg,
-                })
-            })
+        with_ignored(
+            DaemonFlags::command(),
+            IGNORED_DAEMON_FLAGS.iter().chain(KLOG_FLAGS),
+        )
     }
 
     /// Parses `args` (the program name first); Kube-OVN flags this daemon does not
@@ -167,7 +140,7 @@ impl DaemonFlags {
     {
         let mut matches = Self::command_with_ignored().try_get_matches_from(args)?;
         let mut ignored = Vec::new();
-        for (name, kind) in IGNORED_DAEMON_FLAGS {
+        for (name, kind) in IGNORED_DAEMON_FLAGS.iter().chain(KLOG_FLAGS) {
             let value = match kind {
                 Bool => matches.remove_one::<bool>(name).map(|b| b.to_string()),
                 Value => matches.remove_one::<String>(name),
