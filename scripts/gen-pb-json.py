@@ -4,11 +4,14 @@ mapping k8s-pb's prost structs to the JSON the API server stores.
 
 Field names come from k8s-openapi's serde code (so `cluster_ip` becomes
 `clusterIP`, not `clusterIp`); the structs come from k8s-pb. Only the types
-reachable from ROOTS are generated. Run from the workspace root:
+reachable from ROOTS are generated. The output is passed through rustfmt, so
+it is byte for byte what `cargo fmt` keeps. Run from the workspace root:
     python3 scripts/gen-pb-json.py ~/.cargo/registry/src/*/k8s-pb-0.9.0 \
-        ~/.cargo/registry/src/*/k8s-openapi-0.29.0/src/v1_35
+        ~/.cargo/registry/src/*/k8s-openapi-0.29.0/src/v1_35 [OUTFILE]
+embedded-apiserver/tests/pb_generated_current.rs runs this into a temporary
+file and fails when the checked-in file differs.
 """
-import os, re, sys
+import os, re, subprocess, sys
 
 PB, OPENAPI = sys.argv[1], sys.argv[2]
 ROOTS = [
@@ -149,6 +152,9 @@ use serde_json::{Map, Value};
 body = "\n".join(sorted(out))
 used = [n for n in ("bytes_from", "bytes_json", "bytes_map", "bytes_map_from", "inline", "put")
         if n + "(" in body] + ["FromJson", "ToJson"]
-open(sys.argv[3] if len(sys.argv) > 3 else "embedded-apiserver/src/protobuf/generated.rs", "w").write(
-    header.replace("IMPORTS", ", ".join(used)) + body)
+target = sys.argv[3] if len(sys.argv) > 3 else "embedded-apiserver/src/protobuf/generated.rs"
+with open(target, "w") as f:
+    f.write(header.replace("IMPORTS", ", ".join(used)) + body)
+# The workspace's edition, as `cargo fmt` formats the checked-in file.
+subprocess.run(["rustfmt", "--edition", "2021", target], check=True)
 print(len(out), "types", file=sys.stderr)

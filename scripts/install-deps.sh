@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo drive for real (OVS, OVN, the reference CNI plugins,
-# iproute2, ping, ethtool, iptables for natOutgoing, sysctl) when it is missing, then stops
+# iproute2, ping, ethtool, iptables for natOutgoing, sysctl; python3 for the generator that
+# embedded-apiserver's pb_generated_current test re-runs) when it is missing, then stops
 # whatever daemons the packages started by themselves: the tests and the demo start and own
 # every process they talk to.
 set -Eeuo pipefail
@@ -8,7 +9,8 @@ set -Eeuo pipefail
 need=()
 for pair in ovsdb-server:openvswitch-switch ovn-northd:ovn-central ovn-controller:ovn-host \
             /usr/lib/cni/bridge:containernetworking-plugins ip:iproute2 ping:iputils-ping \
-            ethtool:ethtool kubectl:kubernetes-client iptables-restore:iptables sysctl:procps; do
+            ethtool:ethtool kubectl:kubernetes-client iptables-restore:iptables sysctl:procps \
+            python3:python3; do
     bin=${pair%%:*} pkg=${pair#*:}
     if [[ $bin == /* ]]; then [[ -x $bin ]] || need+=("$pkg")
     else command -v "$bin" >/dev/null 2>&1 || need+=("$pkg"); fi

@@ -28,6 +28,8 @@ pub struct ResourceType {
     pub has_status: bool,
     /// kubectl short names (`po`).
     pub short_names: Vec<String>,
+    /// Categories the type belongs to (`all`: what `kubectl get all` lists).
+    pub categories: Vec<String>,
     /// Defined by a CRD (as opposed to built in); CRDs get JSON merge
     /// semantics for strategic merge patches and atomic lists in apply.
     pub custom: bool,
@@ -54,9 +56,27 @@ impl ResourceType {
             namespaced,
             has_status,
             short_names: short.iter().map(|s| s.to_string()).collect(),
+            categories: builtin_categories(group, plural),
             custom: false,
             printer_columns: Vec::new(),
         }
+    }
+
+    /// Whether objects of this type carry `metadata.generation` (1 on create, one more
+    /// per change outside metadata and status), as Kubernetes' registry strategies
+    /// set it: custom resources, CRDs, Pods, the apps workloads, NetworkPolicies and
+    /// EndpointSlices do; Namespaces, Nodes, Services, Endpoints, ConfigMaps, Secrets,
+    /// ServiceAccounts, Events and Leases have none.
+    pub fn tracks_generation(&self) -> bool {
+        self.custom
+            || matches!(
+                (self.group.as_str(), self.plural.as_str()),
+                ("", "pods")
+                    | ("apps", _)
+                    | ("discovery.k8s.io", "endpointslices")
+                    | ("networking.k8s.io", "networkpolicies")
+                    | ("apiextensions.k8s.io", "customresourcedefinitions")
+            )
     }
 
     /// `apiVersion` as written in objects (`v1`, `apps/v1`).
@@ -84,15 +104,18 @@ impl ResourceType {
             Some(s) if !s.is_empty() => s.to_string(),
             _ => kind.to_ascii_lowercase(),
         };
-        let short_names: Vec<String> = names["shortNames"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str())
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let strings = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let short_names = strings(&names["shortNames"]);
+        let categories = strings(&names["categories"]);
         let namespaced = spec["scope"].as_str() == Some("Namespaced");
         let versions = spec["versions"].as_array().cloned().unwrap_or_default();
         versions
@@ -107,10 +130,29 @@ impl ResourceType {
                 namespaced,
                 has_status: v["subresources"]["status"].is_object(),
                 short_names: short_names.clone(),
+                categories: categories.clone(),
                 custom: true,
                 printer_columns: crate::table::PrinterColumn::from_crd_version(v),
             })
             .collect()
+    }
+}
+
+/// The built-in types in the `all` category, as kube-apiserver lists them (those of
+/// them this server serves): what `kubectl get all` shows.
+fn builtin_categories(group: &str, plural: &str) -> Vec<String> {
+    let all = matches!(
+        (group, plural),
+        ("", "pods" | "services")
+            | (
+                "apps",
+                "deployments" | "replicasets" | "daemonsets" | "statefulsets"
+            )
+    );
+    if all {
+        vec!["all".to_string()]
+    } else {
+        Vec::new()
     }
 }
 

@@ -92,7 +92,13 @@ impl<T: ToJson> ToJson for BTreeMap<String, T> {
     }
 }
 
+/// A `Time` or `MicroTime`. Go marshals the zero time as an empty message (both fields
+/// absent) and reads it back as the zero time, which its JSON writes as `null`: such
+/// a template's `creationTimestamp` stays unset, not 1970-01-01.
 fn timestamp(seconds: Option<i64>, nanos: Option<i32>, micros: bool) -> Value {
+    if seconds.is_none() && nanos.is_none() {
+        return Value::Null;
+    }
     let Ok(t) = jiff::Timestamp::new(seconds.unwrap_or(0), nanos.unwrap_or(0)) else {
         return Value::Null;
     };

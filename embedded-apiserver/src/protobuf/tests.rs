@@ -106,6 +106,44 @@ fn a_deployment_with_json_names_and_int_or_string() {
     assert_eq!(json["kind"], "Deployment");
 }
 
+/// client-go sends a pod template's zero `creationTimestamp` as an empty message (as
+/// `kubectl create deployment` does): it stays unset, not 1970-01-01; a real time
+/// (the epoch included) is kept.
+#[test]
+fn an_empty_time_is_unset_and_a_real_one_is_kept() {
+    let zero = meta::v1::Time {
+        seconds: None,
+        nanos: None,
+    };
+    let mut template_meta = meta("web").unwrap();
+    template_meta.creation_timestamp = Some(zero);
+    let mut outer = meta("web").unwrap();
+    outer.creation_timestamp = Some(meta::v1::Time {
+        seconds: Some(0),
+        nanos: Some(0),
+    });
+    let deployment = apps::v1::Deployment {
+        metadata: Some(outer),
+        spec: Some(apps::v1::DeploymentSpec {
+            template: Some(core::v1::PodTemplateSpec {
+                metadata: Some(template_meta),
+                spec: None,
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let json = to_json(&envelope("apps/v1", "Deployment", &deployment)).unwrap();
+    assert_eq!(
+        json["spec"]["template"]["metadata"],
+        json!({"name": "web", "labels": {"app": "web"}})
+    );
+    assert_eq!(
+        json["metadata"]["creationTimestamp"],
+        json!("1970-01-01T00:00:00Z")
+    );
+}
+
 #[test]
 fn bad_bodies_are_typed_errors_naming_the_problem() {
     let err = to_json(b"{\"kind\": \"ConfigMap\"}").unwrap_err();

@@ -74,7 +74,7 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
         "update",
         "watch",
     ];
-    let mut out = vec![json!({
+    let mut main = json!({
         "name": t.plural,
         "singularName": t.singular,
         "namespaced": t.namespaced,
@@ -82,7 +82,11 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
         "verbs": verbs,
         "shortNames": t.short_names,
         "storageVersionHash": "",
-    })];
+    });
+    if !t.categories.is_empty() {
+        main["categories"] = json!(t.categories);
+    }
+    let mut out = vec![main];
     if t.has_status {
         out.push(json!({
             "name": format!("{}/status", t.plural),

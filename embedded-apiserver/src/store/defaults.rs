@@ -13,7 +13,11 @@ pub(super) fn prepare_new(rt: &ResourceType, body: &mut Value, name: &str) -> Re
     meta["name"] = json!(name);
     meta["uid"] = json!(uuid::Uuid::new_v4().to_string());
     meta["creationTimestamp"] = json!(now_rfc3339());
-    meta["generation"] = json!(1);
+    if rt.tracks_generation() {
+        meta["generation"] = json!(1);
+    } else if let Some(m) = meta.as_object_mut() {
+        m.remove("generation");
+    }
     if let Some(m) = meta.as_object_mut() {
         for server_owned in [
             "deletionTimestamp",

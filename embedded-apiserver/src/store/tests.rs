@@ -265,6 +265,67 @@ fn noop_update_does_not_bump_resource_version() {
     assert_eq!(state.resource_version(), rv);
 }
 
+/// `metadata.generation` where Kubernetes keeps one (a Deployment: 1, then one more
+/// per spec change, none for a metadata or status change) and nowhere else (a
+/// ConfigMap or Service never gets one, even when its data changes).
+#[test]
+fn generation_only_for_the_kinds_kubernetes_counts_it_for() {
+    let mut state = State::new(100);
+    let deploys = rt(&state, "apps", "v1", "deployments");
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let created = state
+        .create(&deploys, Some("default"), deploy, &opts())
+        .unwrap();
+    assert_eq!(created["metadata"]["generation"], json!(1));
+    let mut labelled = created.clone();
+    labelled["metadata"]["labels"] = json!({"tier": "front"});
+    let labelled = state
+        .update(
+            &deploys,
+            Some("default"),
+            "web",
+            labelled,
+            Part::Main,
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(labelled["metadata"]["generation"], json!(1));
+    let mut scaled = labelled.clone();
+    scaled["spec"]["replicas"] = json!(3);
+    let scaled = state
+        .update(
+            &deploys,
+            Some("default"),
+            "web",
+            scaled,
+            Part::Main,
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(scaled["metadata"]["generation"], json!(2));
+
+    let cms = rt(&state, "", "v1", "configmaps");
+    let mut sent = cm("c");
+    sent["metadata"]["generation"] = json!(7);
+    let c = state.create(&cms, Some("default"), sent, &opts()).unwrap();
+    assert!(c["metadata"].get("generation").is_none(), "{c}");
+    let mut changed = c.clone();
+    changed["data"]["k"] = json!("w");
+    let changed = state
+        .update(&cms, Some("default"), "c", changed, Part::Main, &opts())
+        .unwrap();
+    assert!(changed["metadata"].get("generation").is_none(), "{changed}");
+    let svcs = rt(&state, "", "v1", "services");
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80}]}});
+    let svc = state.create(&svcs, Some("default"), svc, &opts()).unwrap();
+    assert!(svc["metadata"].get("generation").is_none(), "{svc}");
+}
+
 #[test]
 fn crd_serves_its_kind_and_takes_objects_with_it() {
     let mut state = State::new(100);

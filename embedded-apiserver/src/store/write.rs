@@ -252,7 +252,7 @@ impl State {
                 &Self::writer(rt, opts, &api_version, &time),
             );
         }
-        if spec_changed(old, &new) {
+        if rt.tracks_generation() && spec_changed(old, &new) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             new["metadata"]["generation"] = json!(generation);
         }

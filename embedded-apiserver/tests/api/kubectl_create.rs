@@ -1,5 +1,6 @@
 //! The first commands a person types: `kubectl create namespace|configmap|
-//! secret|deployment` and `kubectl run`, which send protobuf bodies.
+//! secret|deployment` and `kubectl run`, which send protobuf bodies, then
+//! `kubectl get all`.
 
 use super::common::server;
 use super::kubectl::setup;
@@ -55,6 +56,15 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored_as_json() {
     let container = &deploy["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["image"], "nginx:1");
     assert_eq!(container["ports"][0]["containerPort"], 80);
+    // The template's zero creationTimestamp (an empty protobuf Time) stays unset, and
+    // metadata.generation is where Kubernetes keeps one: not on a ConfigMap.
+    let template_meta = &deploy["spec"]["template"]["metadata"];
+    assert!(
+        template_meta.get("creationTimestamp").is_none(),
+        "{template_meta}"
+    );
+    assert_eq!(deploy["metadata"]["generation"], 1);
+    assert!(cm["metadata"].get("generation").is_none(), "{cm}");
 
     k.ok_line(
         "run shell -n sandbox --image=busybox --restart=Never --labels=role=debug -- sleep 3600",
@@ -74,6 +84,12 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored_as_json() {
         out.lines().nth(1).unwrap_or_default().starts_with("web "),
         "{out}"
     );
+    // `kubectl get all` finds its resources through the `all` discovery category.
+    let out = k.ok_line("get all -n sandbox").await;
+    for name in ["pod/shell", "deployment.apps/web"] {
+        assert!(out.contains(name), "{name} missing from get all: {out}");
+    }
+    assert!(!out.contains("configmap"), "{out}");
     let err = k.fails_line("create namespace sandbox").await;
     assert!(err.contains("AlreadyExists"), "{err}");
     server.shutdown().await;
