@@ -12,7 +12,7 @@
 use super::netns::run_in;
 use super::policy_eval::{Evaluator, PodInfo, Protocol};
 use futures::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::path::PathBuf;
@@ -49,7 +49,7 @@ pub struct MatrixSpec {
 }
 
 /// One probe's outcome.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Probe {
     /// `namespace/name` of the source pod.
     pub source: String,
@@ -72,8 +72,8 @@ pub struct Probe {
     pub attempts: u32,
 }
 
-/// Every probe of one run.
-#[derive(Debug, Clone, Serialize)]
+/// Every probe of one run (what `matrix --json` prints, and reads back).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MatrixReport {
     /// Pods in row/column order.
     pub pods: Vec<String>,

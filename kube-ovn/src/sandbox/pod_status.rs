@@ -11,16 +11,43 @@ pub fn now() -> String {
         .to_string()
 }
 
-/// The status of a running pod whose responder is (not) answering.
+/// Whether every `spec.readinessGates` condition of the pod is `True` in its status
+/// (kubelet's rule: a pod with readiness gates is Ready only when its containers are
+/// and each gate's condition, which someone else writes, is True).
+pub fn readiness_gates_pass(pod: &Pod) -> bool {
+    let conditions = pod
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .collect::<Vec<_>>();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.readiness_gates.iter().flatten())
+        .all(|gate| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == gate.condition_type && c.status == "True")
+        })
+}
+
+/// The status of a running pod whose responder is (not) answering
+/// (`containers_ready`); the pod is Ready when that holds and its readiness gates
+/// pass. Written with a strategic merge patch, so conditions merge by type: a
+/// readiness gate's condition stays, and `null` clears an earlier failure's reason.
 pub fn running_status(
     pod: &Pod,
     host_ip: &str,
     ips: &[String],
-    ready: bool,
+    containers_ready: bool,
     started: &str,
 ) -> Value {
+    let ready = containers_ready && readiness_gates_pass(pod);
     let flag = |b: bool| if b { "True" } else { "False" };
-    let condition = |kind: &str, status: bool| json!({"type": kind, "status": flag(status), "lastTransitionTime": started});
+    let condition = |kind: &str, status: bool| json!({"type": kind, "status": flag(status), "lastTransitionTime": started, "reason": null, "message": null});
+    let mut ready_condition = condition("Ready", ready);
+    if containers_ready && !ready {
+        ready_condition["reason"] = json!("ReadinessGatesNotReady");
+    }
     let containers: Vec<Value> = pod
         .spec
         .iter()
@@ -31,7 +58,7 @@ pub fn running_status(
                 "image": c.image.clone().unwrap_or_default(),
                 "imageID": "",
                 "containerID": format!("sandbox://{}", pod.metadata.uid.clone().unwrap_or_default()),
-                "ready": ready,
+                "ready": containers_ready,
                 "started": true,
                 "restartCount": 0,
                 "state": {"running": {"startedAt": started}},
@@ -48,8 +75,8 @@ pub fn running_status(
         "conditions": [
             condition("PodScheduled", true),
             condition("Initialized", true),
-            condition("ContainersReady", ready),
-            condition("Ready", ready),
+            condition("ContainersReady", containers_ready),
+            ready_condition,
         ],
         "containerStatuses": containers,
     }})

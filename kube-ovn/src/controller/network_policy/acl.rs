@@ -11,7 +11,14 @@
 //!   peers), and per ipBlock peer `... && ip && ip4.src == <cidr> && ip4.src !=
 //!   {<except>}` inline, so one ipBlock's `except` never removes what another peer
 //!   allows; each once per port: `tcp`, `tcp.dst == N`, `tcp.dst >= N && tcp.dst <=
-//!   M`, or a named port's numbers `tcp.dst == {N, ..}`.
+//!   M`, or a named port's numbers `tcp.dst == {N, ..}`;
+//! * for a direction governed without rules (a default deny), per family at 2001
+//!   `allow-related`: `... && ip && ip4.src == $<pg>.<direction>.allow.IPv4.all`, an
+//!   always empty set, so it allows nothing: as Kube-OVN, so that the switch is
+//!   stateful and the replies of the selected pods' own connections (established in
+//!   conntrack) pass the drop; without an `allow-related` ACL OVN sends nothing
+//!   through conntrack and a default deny ingress also cut the pods' outgoing
+//!   connections off.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -224,6 +231,22 @@ pub fn render(policy: &ValidPolicy, snapshot: &Snapshot, families: &[Family]) ->
         );
         out.acls
             .insert((drop.direction.to_string(), drop.r#match.clone()), drop);
+        if rules.is_empty() {
+            for &family in families {
+                let field = format!("{}.{}", family.field(), peer_side(direction));
+                let set = names::no_rules_address_set(&pg, direction, false, family);
+                let a = acl(
+                    direction,
+                    &pg,
+                    ALLOW_PRIORITY,
+                    format!("{side} && ip && {field} == ${set}"),
+                    AclAction::AllowRelated,
+                    names::no_rules_acl_name(ns, name, direction, family),
+                );
+                out.acls
+                    .insert((a.direction.to_string(), a.r#match.clone()), a);
+            }
+        }
         for (index, rule) in rules.iter().enumerate() {
             let ctx = RuleCtx {
                 policy,

@@ -110,6 +110,18 @@ pub fn address_set(
     format!("{pg}.{direction}.{kind}.{}.{rule}", family.name())
 }
 
+/// The address set of a governed direction without rules (Kube-OVN's `.all` sets):
+/// `<pg>.<direction>.<allow|except>.<IPv4|IPv6>.all`, always empty.
+pub fn no_rules_address_set(
+    pg: &str,
+    direction: Direction,
+    except: bool,
+    family: Family,
+) -> String {
+    let kind = if except { "except" } else { "allow" };
+    format!("{pg}.{direction}.{kind}.{}.all", family.name())
+}
+
 /// The `np` external id of a policy's port group: `<ns>/<name>`.
 pub fn policy_key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
@@ -147,6 +159,12 @@ pub fn allow_acl_name(
     ))
 }
 
+/// The name of the allow ACL of a governed direction without rules:
+/// `np/<np>.<ns>/<direction>/<IPv4|IPv6>/all`.
+pub fn no_rules_acl_name(ns: &str, name: &str, direction: Direction, family: Family) -> String {
+    acl_name(format!("np/{name}.{ns}/{direction}/{}/all", family.name()))
+}
+
 /// The name of a policy's default drop ACL: `<ns>/<name>`.
 pub fn drop_acl_name(ns: &str, name: &str) -> String {
     acl_name(policy_key(ns, name))
@@ -168,6 +186,15 @@ mod tests {
         assert_eq!(
             address_set(&pg, Direction::Egress, true, Family::V6, 2),
             "deny.all.x.egress.except.IPv6.2"
+        );
+        // a direction governed without rules: Kube-OVN's `.all` sets and ACL name
+        assert_eq!(
+            no_rules_address_set(&pg, Direction::Ingress, true, Family::V4),
+            "deny.all.x.ingress.except.IPv4.all"
+        );
+        assert_eq!(
+            no_rules_acl_name("x", "deny-all", Direction::Egress, Family::V6),
+            "np/deny-all.x/egress/IPv6/all"
         );
         let long = allow_acl_name("x", &"p".repeat(80), Direction::Ingress, Family::V4, 0);
         assert_eq!(long.len(), 63);

@@ -25,7 +25,7 @@ fn ids(pairs: [(&str, String); 2]) -> BTreeMap<String, String> {
 }
 
 /// Every address set a policy wants, with its `np` external id and, for except
-/// sets, its (static) addresses.
+/// sets and the always empty `.all` sets, its (static) addresses.
 pub fn wanted_sets(
     policy: &ValidPolicy,
     families: &[Family],
@@ -35,6 +35,15 @@ pub fn wanted_sets(
     let mut sets = BTreeMap::new();
     for direction in [Direction::Ingress, Direction::Egress] {
         let key = names::address_set_key(ns, name, direction);
+        if policy.rules(direction).is_some_and(<[_]>::is_empty) {
+            // Kube-OVN's `.all` sets of a direction governed without rules: empty
+            for &family in families {
+                for except in [false, true] {
+                    let set = names::no_rules_address_set(&pg, direction, except, family);
+                    sets.insert(set, (key.clone(), Some(BTreeSet::new())));
+                }
+            }
+        }
         for (index, rule) in policy
             .rules(direction)
             .unwrap_or_default()

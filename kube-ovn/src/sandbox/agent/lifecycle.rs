@@ -98,7 +98,7 @@ impl NodeAgent {
                 responder,
                 ips,
                 started,
-                reported_ready: true,
+                reported: (true, readiness_gates_pass(pod)),
             },
         );
         self.patch_status(&key, &status).await

@@ -2,11 +2,13 @@
 //! node. For each pod: a network namespace, CNI ADD through the node's
 //! conflist with the `CNI_ARGS` containerd sends, a responder on the pod's
 //! container ports, and the pod's status written back; readiness follows
-//! the responder. Deletion: CNI DEL, responder stopped, namespace removed,
+//! the responder (and the pod's readiness gates, as kubelet has them). Deletion: CNI DEL, responder stopped, namespace removed,
 //! then the agent's own finalizer taken off (and only that one).
 
 use super::netns::{self, run_in, NetnsError};
-use super::pod_status::{declared_ports, failed_start_status, node_object, now, running_status};
+use super::pod_status::{
+    declared_ports, failed_start_status, node_object, now, readiness_gates_pass, running_status,
+};
 use super::responder::{PodLog, Responder};
 use super::runtime::{PodDirectory, PodEntry};
 use cni_spec::runtime::{CniRuntime, RuntimeConf, RuntimeError};
@@ -91,7 +93,8 @@ struct RunningPod {
     responder: Responder,
     ips: Vec<String>,
     started: String,
-    reported_ready: bool,
+    /// What was last written: (ContainersReady, Ready).
+    reported: (bool, bool),
 }
 
 impl std::fmt::Debug for RunningPod {
@@ -275,7 +278,9 @@ impl NodeAgent {
         status: &serde_json::Value,
     ) -> Result<(), AgentError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.0);
-        api.patch_status(&key.1, &PatchParams::default(), &Patch::Merge(status))
+        // strategic, as kubelet patches: conditions merge by type, so the conditions
+        // of readiness gates (written by others) stay
+        api.patch_status(&key.1, &PatchParams::default(), &Patch::Strategic(status))
             .await
             .map_err(|e| self.api_error(e))?;
         Ok(())
@@ -286,16 +291,20 @@ impl NodeAgent {
         let Some(running) = self.pods.get_mut(&key) else {
             return Ok(());
         };
-        let ready = running.responder.is_running();
-        if ready == running.reported_ready {
+        let containers_ready = running.responder.is_running();
+        let now = (
+            containers_ready,
+            containers_ready && readiness_gates_pass(pod),
+        );
+        if now == running.reported {
             return Ok(());
         }
-        running.reported_ready = ready;
+        running.reported = now;
         let status = running_status(
             pod,
             &self.config.host_ip,
             &running.ips,
-            ready,
+            containers_ready,
             &running.started,
         );
         self.patch_status(&key, &status).await
