@@ -16,7 +16,7 @@ use ovn_nb::NbError;
 
 use super::allocate::{allocate, is_request_error, Claim};
 use super::annotate::{annotation_patch, with_result, NicResult};
-use super::choice::{choose, SubnetChoice};
+use super::choice::{choose, ChoiceSource, SubnetChoice};
 use super::delete::cleanup;
 pub use super::delete::CleanupReport;
 use super::events::{self, ACQUIRE_ADDRESS_FAILED, VALIDATE_FAILED};
@@ -287,6 +287,8 @@ struct Placed {
     choice: SubnetChoice,
     valid: ValidSubnet,
     allocation: Allocation,
+    /// The IPAM held this allocation for the pod before: its usage did not change.
+    was_held: bool,
 }
 
 /// The chosen subnet, checked to exist and be valid.
@@ -316,6 +318,31 @@ async fn subnet_of(
     })
 }
 
+/// The choice of a pod that reclaims an address its annotations place on a named
+/// subnet (no IPPool) and that the IPAM already holds for it there: [`choose`] would
+/// pick that subnet and [`allocate_for`] answer with the held address whatever the
+/// namespace and the IPPools say, so they are not read. This is every pod at a
+/// controller's start-up and every pod reconciled again after its own annotations.
+fn held_choice(ctx: &Context, pod: &Pod, net: &PodNetwork) -> Option<SubnetChoice> {
+    if net.ip_pool.is_some() || !matches!(Claim::of(net), Claim::Reclaim { .. }) {
+        return None;
+    }
+    let subnet = net.logical_switch.clone()?;
+    let owner = pod_owner(
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        OVN_PROVIDER,
+    );
+    ctx.ipam.get(&subnet, &owner).ok().flatten()?;
+    Some(SubnetChoice {
+        subnet,
+        pools: Vec::new(),
+        pool_required: false,
+        source: ChoiceSource::PodLogicalSwitch,
+        alternatives: Vec::new(),
+    })
+}
+
 /// Chooses the subnet and allocates; a subnet the namespace lists after a full one
 /// is tried next (Kube-OVN takes the first with room).
 async fn place(
@@ -324,21 +351,25 @@ async fn place(
     net: &PodNetwork,
 ) -> Result<Result<Placed, PodOutcome>, PodError> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let (ns_annotations, pools) = choice_inputs(ctx, pod).await?;
-    let default = &ctx.config.default_subnet.name;
-    let first = match choose(net, ns, &ns_annotations, &pools, default) {
-        Ok(c) => c,
-        Err(err) => {
-            return Ok(Err(refuse(
-                ctx,
-                pod,
-                VALIDATE_FAILED,
-                err.to_string(),
-                true,
-            )
-            .await))
+    let first = match held_choice(ctx, pod, net) {
+        Some(held) => held,
+        None => {
+            let (ns_annotations, pools) = choice_inputs(ctx, pod).await?;
+            let default = &ctx.config.default_subnet.name;
+            match choose(net, ns, &ns_annotations, &pools, default) {
+                Ok(c) => c,
+                Err(err) => {
+                    let msg = err.to_string();
+                    return Ok(Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await));
+                }
+            }
         }
     };
+    let owner = pod_owner(
+        ns,
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        OVN_PROVIDER,
+    );
     let mut candidates = vec![first.clone()];
     candidates.extend(first.alternatives.iter().map(|subnet| SubnetChoice {
         subnet: subnet.clone(),
@@ -352,6 +383,7 @@ async fn place(
             Ok(v) => v,
             Err(refused) => return Ok(Err(refused)),
         };
+        let held = ctx.ipam.get(&choice.subnet, &owner).ok().flatten();
         match allocate_for(ctx, pod, choice, &claim).await? {
             Ok(allocation) => {
                 let choice = choice.clone();
@@ -359,6 +391,7 @@ async fn place(
                     choice,
                     valid,
                     allocation,
+                    was_held: held == Some(allocation),
                 }));
             }
             Err(AllocError::Exhausted { .. }) if i + 1 < candidates.len() => continue,
@@ -402,6 +435,7 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
         choice,
         valid,
         allocation,
+        was_held,
     } = match place(ctx, pod, &net).await? {
         Ok(placed) => placed,
         Err(refused) => return Ok(refused),
@@ -450,10 +484,16 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
         }
         None => false,
     };
-    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
-    let status_written = status::write_usage(&subnets, &ctx.ipam, &choice.subnet)
-        .await
-        .map_err(api_err(pod, "writing its subnet's usage"))?;
+    // the figures change only with the IPAM (the Subnet reconciler writes them once
+    // the IPAM is rebuilt, and whoever allocates or releases afterwards)
+    let status_written = if was_held {
+        false
+    } else {
+        let subnets: Api<Subnet> = Api::all(ctx.client.clone());
+        status::write_usage(&subnets, &ctx.ipam, &choice.subnet)
+            .await
+            .map_err(api_err(pod, "writing its subnet's usage"))?
+    };
     let report = ReadyReport {
         subnet: choice.subnet,
         allocation,

@@ -3,6 +3,9 @@
 //! gives back an address. Only these keys are patched (the Subnet reconciler owns the
 //! conditions), and only when they differ.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
 use ipam::{Ipam, SubnetStatusUsage};
 use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
@@ -41,12 +44,24 @@ struct StatusPatch<'a> {
     status: &'a SubnetStatusUsage,
 }
 
+/// One lock per subnet name: a subnet's figures are read, computed and written by one
+/// caller at a time, so the last write computed them after every allocation that came
+/// before it, and no older figure lands after a newer one.
+fn subnet_lock(subnet: &str) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
+        LazyLock::new(Mutex::default);
+    let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+    locks.entry(subnet.to_owned()).or_default().clone()
+}
+
 /// Writes `subnet`'s usage figures if they changed; whether it wrote.
 pub async fn write_usage(
     api: &Api<Subnet>,
     ipam: &Ipam,
     subnet: &str,
 ) -> Result<bool, kube::Error> {
+    let lock = subnet_lock(subnet);
+    let _one_writer = lock.lock().await;
     let Some(stored) = api.get_opt(subnet).await? else {
         return Ok(false);
     };
