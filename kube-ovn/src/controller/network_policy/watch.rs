@@ -1,7 +1,9 @@
 //! The reconciler's loop: reflector stores of Pods, Namespaces and NetworkPolicies,
-//! and one [`sync`] pass from their contents after each burst of events (a burst is
-//! what arrives within [`SETTLE`] of its first event). The first pass waits until
-//! all three stores hold a full list, so nothing is removed for want of a list.
+//! and one [`sync`] pass from their contents for each burst of events: an event after
+//! a quiet spell starts a pass at once; events that arrive while a pass runs, or
+//! within [`SETTLE`] after it, are taken together by the next one. The first pass
+//! waits until all three stores hold a full list, so nothing is removed for want of a
+//! list.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +19,8 @@ use kube::Resource;
 use super::reconcile::{families_of, sync};
 use crate::controller::Context;
 
-/// How long a burst of events may take to arrive before a pass runs.
+/// The least time from the end of one pass to the start of the next: under a stream
+/// of events, passes take turns with this much rest.
 pub const SETTLE: Duration = Duration::from_millis(100);
 
 fn reflect<K>(api: Api<K>) -> (Store<K>, impl Stream<Item = ()> + Send)
@@ -68,8 +71,11 @@ async fn follow(ctx: Arc<Context>) {
     let mut events =
         futures::stream::select_all([pod_events.boxed(), ns_events.boxed(), np_events.boxed()]);
     let families = families_of(&ctx.config.default_subnet.cidr);
+    let mut rested = tokio::time::Instant::now();
     while events.next().await.is_some() {
-        tokio::time::sleep(SETTLE).await;
+        // at once after a quiet spell (a policy written alone shows in NB without a
+        // wait); right after another pass, the rest lets a burst gather first
+        tokio::time::sleep_until(rested).await;
         while let Some(Some(())) = events.next().now_or_never() {}
         let ready = pods
             .wait_until_ready()
@@ -95,6 +101,7 @@ async fn follow(ctx: Arc<Context>) {
             &families,
         )
         .await;
+        rested = tokio::time::Instant::now() + SETTLE;
         match result {
             Ok(report) => {
                 tracing::debug!(?report.policy_ops, ?report.member_ops, "network policies synced")
