@@ -10,7 +10,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use serde_json::{json, Value};
 
-pub const SANDBOX: &str = env!("CARGO_BIN_EXE_kube-ovn-sandbox");
+/// The `kube-ovn-sandbox` binary (it finds the controller, daemon and CNI binary beside
+/// it): this build's, or `SANDBOX_BENCH_BIN` to measure another build.
+pub fn sandbox_bin() -> PathBuf {
+    std::env::var_os("SANDBOX_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kube-ovn-sandbox")))
+}
 
 /// The annotation the controller writes with the pod's address(es).
 pub const IP_ANNOTATION: &str = "ovn.kubernetes.io/ip_address";
@@ -51,7 +57,7 @@ impl BenchSandbox {
     }
 
     pub fn up_command(&self, nodes: usize, manifest: &Path) -> Command {
-        let mut cmd = Command::new(SANDBOX);
+        let mut cmd = Command::new(sandbox_bin());
         cmd.arg("--state-dir")
             .arg(self.state())
             .args([
@@ -83,7 +89,7 @@ impl BenchSandbox {
     /// `down`; fails with its output when it fails.
     pub fn down(&self) -> anyhow::Result<Duration> {
         let start = Instant::now();
-        let out = Command::new(SANDBOX)
+        let out = Command::new(sandbox_bin())
             .arg("--state-dir")
             .arg(self.state())
             .arg("down")

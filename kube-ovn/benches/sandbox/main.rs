@@ -5,7 +5,7 @@
 //!
 //! - `up`: `up --nodes 2` with a manifest of 50 pods over 5 namespaces, until every pod
 //!   is Running (`up` waits for that), then `down`; 3 runs.
-//! - `first-packet`: 200 pods on a running 2-node sandbox, created at 5/s and then all
+//! - `first-packet`: 200 pods on a running 2-node sandbox, created at 1/s and then all
 //!   at once; each from its create call until a client pod's probe gets its answer.
 //! - `policy`: a NetworkPolicy denying a client's two servers created and deleted 30
 //!   times; each from the API write until the client's probes see the change.
@@ -13,7 +13,8 @@
 //!
 //! Each mode's `--help` lists its sizes (also settable by environment:
 //! `SANDBOX_BENCH_UP_PODS`, `SANDBOX_BENCH_FP_PODS`, `SANDBOX_BENCH_POLICY_SAMPLES`, ...).
-//! Every sandbox gets its own temporary state directory and name prefix and is brought
+//! `SANDBOX_BENCH_BIN` names another build's `kube-ovn-sandbox` to measure (before and
+//! after a change). Every sandbox gets its own temporary state directory and name prefix and is brought
 //! down at the end, also on failure. No peer runs in the same process: the figures are
 //! set against Kubernetes' pod-startup SLO in the README.
 

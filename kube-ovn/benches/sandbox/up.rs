@@ -82,6 +82,7 @@ async fn once(args: &Args) -> anyhow::Result<Sample> {
     let start = Instant::now();
     let mut up = sb
         .up_command(args.nodes, &manifest)
+        .stdout(std::process::Stdio::null())
         .spawn()
         .context("run up")?;
     let mut ready = None;

@@ -1,6 +1,7 @@
 //! The kube-controller-manager and kube-scheduler stand-ins, run together:
 //! Deployments, ReplicaSets, the scheduler and EndpointSlices, one pass of
-//! each every `resync` (a failed pass is logged and retried next time).
+//! each when a pod changes and every `resync` (a failed pass is logged and
+//! retried next time).
 
 use super::endpointslices::reconcile_endpoint_slices;
 use super::scheduler::Scheduler;
@@ -19,13 +20,15 @@ pub async fn control_once(
     reconcile_endpoint_slices(client).await
 }
 
-/// Runs the controllers until the future is dropped.
+/// Runs the controllers until the future is dropped: a pass when a pod changes, and at
+/// the latest every `resync`.
 pub async fn run_controllers(client: kube::Client, resync: Duration) {
     let mut scheduler = Scheduler::default();
+    let mut changes = super::wake::pod_changes(&client);
     loop {
         if let Err(e) = control_once(&client, &mut scheduler).await {
             tracing::warn!(error = %e, "sandbox controllers pass failed");
         }
-        tokio::time::sleep(resync).await;
+        super::wake::next_pass(&mut changes, resync).await;
     }
 }

@@ -17,4 +17,5 @@ pub mod policy_eval;
 pub mod responder;
 pub mod runtime;
 pub mod scheduler;
+mod wake;
 pub mod workloads;

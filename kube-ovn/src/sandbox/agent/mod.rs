@@ -196,16 +196,18 @@ impl NodeAgent {
         Ok(())
     }
 
-    /// Registers the node, then reconciles every `resync` until dropped.
+    /// Registers the node, then reconciles when a pod changes (at the latest every
+    /// `resync`) until dropped.
     pub async fn run(mut self) {
         if let Err(e) = self.register_node().await {
             tracing::warn!(error = %e, "node registration failed");
         }
+        let mut changes = super::wake::pod_changes(&self.client);
         loop {
             if let Err(e) = self.reconcile_once().await {
                 tracing::warn!(error = %e, "node agent pass failed");
             }
-            tokio::time::sleep(self.config.resync).await;
+            super::wake::next_pass(&mut changes, self.config.resync).await;
         }
     }
 
