@@ -1,10 +1,11 @@
 //! The NetworkPolicy reconciler following the cluster (embedded API server, real NB
 //! and ovn-northd, `controller::run_reconcilers` with `--enable-np`): a policy's rows
 //! appear, a pod relabelled into a peer selector and then deleted moves through the
-//! address set while the ACL rows stay, a deleted policy takes its rows. And bad
-//! input: an invalid CIDR, an empty selector key (refused, naming the field and the
-//! value; nothing written for them and nothing of an earlier version lost) and an
-//! unknown named port (logged, matches nothing).
+//! address set while the ACL rows stay, a deleted policy takes its rows; a namespace
+//! labelled into and out of a namespaceSelector and new pods move the address set and
+//! the port group, not the ACLs. And bad input: an invalid CIDR, an empty selector
+//! key (refused, naming the field and the value; nothing written for them and nothing
+//! of an earlier version lost) and an unknown named port (logged, matches nothing).
 
 mod common;
 
@@ -218,6 +219,138 @@ async fn selection_follows_pods_and_policies_live() {
     assert!(
         nb.store().rows::<Acl>().expect("ACLs").is_empty(),
         "ACLs outlived their port group"
+    );
+    reconciler.abort();
+}
+
+/// The port group's members, by port name.
+fn members(nb: &NbClient, pg: &str) -> Option<BTreeSet<String>> {
+    let group = nb.by_name::<PortGroup>(pg).ok().flatten()?;
+    Some(
+        group
+            .row
+            .ports
+            .iter()
+            .filter_map(|id| nb.store().get(*id).ok().flatten())
+            .map(|p: ovn_nb::LogicalSwitchPort| p.name)
+            .collect(),
+    )
+}
+
+fn names(items: &[&str]) -> Option<BTreeSet<String>> {
+    Some(items.iter().map(|s| s.to_string()).collect())
+}
+
+/// A namespaceSelector peer follows namespace labels, and new pods join the allow set
+/// (a peer) or the port group (selected) as they come, all without rewriting an ACL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_labels_and_new_pods_move_selection_live() {
+    let Some(central) = common::central() else {
+        return;
+    };
+    let remote = central.nb_remote();
+    ports(
+        &remote,
+        &[
+            ("web", "team", "10.16.0.20"),
+            ("c1", "guests", "10.16.0.21"),
+            ("web2", "team", "10.16.0.22"),
+            ("c2", "guests", "10.16.0.23"),
+        ],
+    );
+    let config = ControllerConfig::parse_from([
+        "kube-ovn-controller",
+        &format!("--ovn-nb-addr={remote}"),
+        "--enable-np",
+    ])
+    .expect("flags");
+    let nb = Arc::new(NbClient::connect(&remote).await.expect("NB"));
+    let server = EmbeddedApiServer::start(Config::default())
+        .await
+        .expect("the embedded API server starts");
+    let client = server.kube_client().expect("a client");
+    let ctx = Arc::new(Context::new(client.clone(), nb.clone(), Arc::new(config)));
+    let pp = PostParams::default();
+    let namespaces = Api::<Namespace>::all(client.clone());
+    for ns in ["team", "guests"] {
+        namespaces
+            .create(&pp, &namespace(ns))
+            .await
+            .expect("namespace");
+    }
+    let (team, guests): (Api<Pod>, Api<Pod>) = (
+        Api::namespaced(client.clone(), "team"),
+        Api::namespaced(client.clone(), "guests"),
+    );
+    team.create(&pp, &pod("team", "web", "web", [10, 16, 0, 20]))
+        .await
+        .expect("pod web");
+    guests
+        .create(&pp, &pod("guests", "c1", "c", [10, 16, 0, 21]))
+        .await
+        .expect("pod c1");
+    let policy = np(
+        "team",
+        "np",
+        json!({"podSelector": {"matchLabels": {"app": "web"}},
+        "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"role": "client"}}}]}]}),
+    );
+    Api::<NetworkPolicy>::namespaced(client.clone(), "team")
+        .create(&pp, &policy)
+        .await
+        .expect("policy");
+    let reconciler = tokio::spawn(run_reconcilers(ctx));
+    let (pg, set) = ("np.team", "np.team.ingress.allow.IPv4.0");
+    until("web selected, nobody allowed", || {
+        members(&nb, pg) == names(&["web.team"]) && addresses(&nb, set) == names(&[])
+    })
+    .await;
+    let acls_before = acl_ids(&nb);
+
+    let label = |role: Value| json!({"metadata": {"labels": {"role": role}}});
+    namespaces
+        .patch(
+            "guests",
+            &PatchParams::default(),
+            &Patch::Merge(&label(json!("client"))),
+        )
+        .await
+        .expect("label namespace");
+    until("the labelled namespace's pod allowed", || {
+        addresses(&nb, set) == names(&["10.16.0.21"])
+    })
+    .await;
+    guests
+        .create(&pp, &pod("guests", "c2", "c", [10, 16, 0, 23]))
+        .await
+        .expect("pod c2");
+    until("a new pod of that namespace allowed", || {
+        addresses(&nb, set) == names(&["10.16.0.21", "10.16.0.23"])
+    })
+    .await;
+    team.create(&pp, &pod("team", "web2", "web", [10, 16, 0, 22]))
+        .await
+        .expect("pod web2");
+    until("a new selected pod in the port group", || {
+        members(&nb, pg) == names(&["web.team", "web2.team"])
+    })
+    .await;
+    namespaces
+        .patch(
+            "guests",
+            &PatchParams::default(),
+            &Patch::Merge(&label(Value::Null)),
+        )
+        .await
+        .expect("unlabel namespace");
+    until("the unlabelled namespace's pods no longer allowed", || {
+        addresses(&nb, set) == names(&[])
+    })
+    .await;
+    assert_eq!(
+        acl_ids(&nb),
+        acls_before,
+        "selection changes rewrote ACL rows"
     );
     reconciler.abort();
 }

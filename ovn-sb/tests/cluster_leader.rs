@@ -38,23 +38,35 @@ async fn sb_clients_use_the_leader_by_default_and_refuse_a_member_without_quorum
     let first_follower = ordered[0].clone();
 
     let sb = SbClient::connect(&all).await.unwrap();
-    assert_eq!(sb.db().client().current_remote(), Some(remotes[leader].clone()));
+    assert_eq!(
+        sb.db().client().current_remote(),
+        Some(remotes[leader].clone())
+    );
     let sb = SbClient::connect_with(ClientOptions::new([all.as_str()]).unwrap())
         .await
         .unwrap();
-    assert_eq!(sb.db().client().current_remote(), Some(remotes[leader].clone()));
+    assert_eq!(
+        sb.db().client().current_remote(),
+        Some(remotes[leader].clone())
+    );
 
     // a write through the leader, seen by a client that its options keep on a follower
     let db = format!("--db={}", remotes[leader]);
-    ovn_harness::run("ovn-sbctl", &[&db, "chassis-add", "ch1", "geneve", "127.0.0.1"])
-        .expect("ovn-sbctl chassis-add");
+    ovn_harness::run(
+        "ovn-sbctl",
+        &[&db, "chassis-add", "ch1", "geneve", "127.0.0.1"],
+    )
+    .expect("ovn-sbctl chassis-add");
     let options = ClientOptions::new([all.as_str()])
         .unwrap()
         .with_database("OVN_Southbound")
         .with_leader_only(false);
     let client = Client::connect_with(options).await.unwrap();
     let on_follower = SbClient::with_client(client).await.unwrap();
-    assert_eq!(on_follower.db().client().current_remote(), Some(first_follower));
+    assert_eq!(
+        on_follower.db().client().current_remote(),
+        Some(first_follower)
+    );
     on_follower
         .db()
         .wait_for::<Chassis>("chassis ch1", std::time::Duration::from_secs(30), |c| {

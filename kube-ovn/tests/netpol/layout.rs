@@ -1,6 +1,6 @@
 //! The sig-network e2e layout: namespaces x, y, z (labelled `ns=<name>`), pods a, b,
-//! c in each (labelled `pod=<name>`), each serving 80 and 81 over TCP and UDP under
-//! the names `serve-<port>-<proto>`. Each namespace has its own switch on the
+//! c in each (labelled `pod=<name>`), each serving 80 and 81 over TCP, UDP and SCTP
+//! under the names `serve-<port>-<proto>`. Each namespace has its own switch on the
 //! cluster router; the pods' ports and annotations are made as the Pod reconciler
 //! would make them.
 
@@ -17,6 +17,8 @@ use super::eval::{EvalPod, Labels};
 pub const NAMESPACES: [&str; 3] = ["x", "y", "z"];
 pub const PODS: [&str; 3] = ["a", "b", "c"];
 pub const ROUTER: &str = "ovn-cluster";
+/// The protocols every pod serves its ports on (as the upstream e2e model's pods do).
+pub const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
 
 fn ns_index(ns: &str) -> u8 {
     NAMESPACES
@@ -103,7 +105,7 @@ pub fn nbctl_topology() -> Vec<String> {
 pub fn container_ports() -> Vec<(String, String, i32)> {
     let mut ports = Vec::new();
     for port in [80, 81] {
-        for proto in ["TCP", "UDP"] {
+        for proto in PROTOCOLS {
             ports.push((
                 format!("serve-{port}-{}", proto.to_lowercase()),
                 proto.to_string(),

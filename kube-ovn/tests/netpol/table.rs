@@ -273,7 +273,7 @@ pub fn cases() -> Vec<Case> {
     ]
 }
 
-fn probes(pods: &[EvalPod]) -> Vec<Probe> {
+fn probes(pods: &[EvalPod], protocols: &[&'static str]) -> Vec<Probe> {
     let mut probes = Vec::new();
     for src in 0..pods.len() {
         for dst in 0..pods.len() {
@@ -281,7 +281,7 @@ fn probes(pods: &[EvalPod]) -> Vec<Probe> {
                 continue;
             }
             for port in [80, 81] {
-                for proto in ["TCP", "UDP"] {
+                for &proto in protocols {
                     probes.push(Probe {
                         src,
                         dst,
@@ -305,9 +305,14 @@ fn acl_ids(nb: &NbClient) -> BTreeSet<String> {
 }
 
 /// Runs `cases` in order on one layout and asserts ovn-trace agrees with the
-/// evaluator on every probe, and that the last case leaves no policy rows when it
-/// has no policy.
+/// evaluator on every probe over TCP and UDP, and that the last case leaves no
+/// policy rows when it has no policy.
 pub async fn check(cases: Vec<Case>) {
+    check_protocols(cases, &["TCP", "UDP"]).await;
+}
+
+/// [`check`], probing over the given protocols.
+pub async fn check_protocols(cases: Vec<Case>, protocols: &[&'static str]) {
     let Some(central) = crate::common::central() else {
         return;
     };
@@ -371,7 +376,7 @@ pub async fn check(cases: Vec<Case>) {
         }
         previous_acls = acls;
         crate::common::nbctl(&nb_remote, &["--wait=sb", "sync"]);
-        let probes = probes(&pods);
+        let probes = probes(&pods, protocols);
         let traced = trace::run(&sb_remote, &pods, &probes, 4);
         for (p, delivered) in probes.iter().zip(traced) {
             let (src, dst) = (&pods[p.src], &pods[p.dst]);
