@@ -234,17 +234,18 @@ async fn follow(
     }
 }
 
+/// When a pod reached one milestone, if it did.
+type Milestone = fn(&Track) -> Option<Instant>;
+
 fn print_wave(args: &Args, wave: Wave, tracks: &HashMap<String, Track>, client_node: &str) {
-    let since = |t: &Track, at: fn(&Track) -> Option<Instant>| {
-        Some(at(t)?.saturating_duration_since(t.created?))
-    };
+    let since = |t: &Track, at: Milestone| Some(at(t)?.saturating_duration_since(t.created?));
     let all: Vec<&Track> = tracks.values().collect();
-    let lost = |at: fn(&Track) -> Option<Instant>| all.iter().filter(|t| at(t).is_none()).count();
+    let lost = |at: Milestone| all.iter().filter(|t| at(t).is_none()).count();
     let what = match wave {
         Wave::Paced => format!("{} pods at {}/s", args.pods, args.rate),
         Wave::Burst => format!("{} pods at once", args.pods),
     };
-    let rows: [(&str, fn(&Track) -> Option<Instant>); 5] = [
+    let rows: [(&str, Milestone); 5] = [
         ("create -> scheduled (seen)", |t| t.scheduled),
         ("create -> address annotated (seen)", |t| t.addressed),
         ("create -> Running (seen)", |t| t.running),
