@@ -160,36 +160,59 @@ where
         .await;
 }
 
-/// The `kube-ovn-controller` binary of this workspace, built in release beside this
-/// bench (`KUBE_OVN_CONTROLLER` names another).
+/// The newest modification time of the files under `dir`.
+fn newest(dir: &Path) -> SystemTime {
+    let mut latest = SystemTime::UNIX_EPOCH;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return latest;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let time = if path.is_dir() {
+            newest(&path)
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(latest)
+        };
+        latest = latest.max(time);
+    }
+    latest
+}
+
+/// The `kube-ovn-controller` binary of this workspace in release, beside this bench
+/// (`KUBE_OVN_CONTROLLER` names another). It cannot be built from here (`cargo bench`
+/// holds the target directory's lock while the bench runs), so it must be built first
+/// and be newer than the sources it is made of.
 pub fn controller_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("KUBE_OVN_CONTROLLER") {
         return PathBuf::from(path);
     }
     // target/release/deps/controller-HASH -> target/release
     let exe = std::env::current_exe().expect("own path");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let target_dir = profile_dir.parent().expect("target root");
+    let binary = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("kube-ovn-controller");
+    let build = "cargo build --release -p kube-ovn --bin kube-ovn-controller";
+    let built = std::fs::metadata(&binary)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| panic!("no {}: run `{build}` first", binary.display()));
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(workspace)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "kube-ovn",
-            "--bin",
-            "kube-ovn-controller",
-        ])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .status()
-        .expect("cargo build kube-ovn-controller");
-    assert!(status.success(), "building kube-ovn-controller failed");
-    target_dir.join("release").join("kube-ovn-controller")
+    for krate in ["kube-ovn", "ovsdb", "ovn-nb", "ovn-sb", "ipam"] {
+        let sources = workspace.join(krate).join("src");
+        assert!(
+            newest(&sources) <= built,
+            "{} is older than {}: run `{build}` first",
+            binary.display(),
+            sources.display()
+        );
+    }
+    binary
 }
 
 /// The controller process, its output in a log file.

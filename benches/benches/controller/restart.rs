@@ -59,6 +59,8 @@ pub struct RestartReport {
     pub idle: Option<Duration>,
     pub controller_cpu: Duration,
     pub rss_peak: u64,
+    /// Reconciles that failed (and were retried), from the log.
+    pub failed_reconciles: usize,
     pub load: String,
 }
 
@@ -228,7 +230,8 @@ async fn wait_idle(controller: &mut Controller) -> Option<Duration> {
         tokio::time::sleep(Duration::from_secs(1)).await;
         controller.assert_alive();
         let now = cluster::cpu_time(controller.pid());
-        if now.saturating_sub(last) < Duration::from_millis(20) {
+        // zero: /proc unreadable (this process out of descriptors), not idle
+        if now > Duration::ZERO && now.saturating_sub(last) < Duration::from_millis(20) {
             return Some(
                 controller
                     .spawned_at
@@ -294,6 +297,10 @@ pub async fn run(pods: usize, namespaces: usize) -> RestartReport {
         ),
         ("IPAM rebuilt", controller.first_log(&["IPAM rebuilt"])),
         (
+            "start-up GC done, reconcilers started",
+            controller.first_log(&["kube_runtime::controller"]),
+        ),
+        (
             "new pod reconciled",
             controller.first_log(&["pod network reconciled", &fresh_key]),
         ),
@@ -310,6 +317,11 @@ pub async fn run(pods: usize, namespaces: usize) -> RestartReport {
         idle,
         controller_cpu: cluster::cpu_time(controller.pid()),
         rss_peak: cluster::memory_kib(controller.pid()).1,
+        failed_reconciles: controller
+            .log_lines()
+            .iter()
+            .filter(|(_, line)| line.contains("reconcile failed"))
+            .count(),
         load,
     };
     controller.kill();
