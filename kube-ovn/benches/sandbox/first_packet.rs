@@ -81,6 +81,9 @@ struct Track {
 
 type Tracks = Arc<Mutex<HashMap<String, Track>>>;
 
+/// One of a pod's moments.
+type Moment = fn(&Track) -> Option<Instant>;
+
 pub async fn run(args: &Args) -> anyhow::Result<()> {
     let sb = BenchSandbox::new()?;
     let objects = [
@@ -235,16 +238,14 @@ async fn follow(
 }
 
 fn print_wave(args: &Args, wave: Wave, tracks: &HashMap<String, Track>, client_node: &str) {
-    let since = |t: &Track, at: fn(&Track) -> Option<Instant>| {
-        Some(at(t)?.saturating_duration_since(t.created?))
-    };
+    let since = |t: &Track, at: Moment| Some(at(t)?.saturating_duration_since(t.created?));
     let all: Vec<&Track> = tracks.values().collect();
-    let lost = |at: fn(&Track) -> Option<Instant>| all.iter().filter(|t| at(t).is_none()).count();
+    let lost = |at: Moment| all.iter().filter(|t| at(t).is_none()).count();
     let what = match wave {
         Wave::Paced => format!("{} pods at {}/s", args.pods, args.rate),
         Wave::Burst => format!("{} pods at once", args.pods),
     };
-    let rows: [(&str, fn(&Track) -> Option<Instant>); 5] = [
+    let rows: [(&str, Moment); 5] = [
         ("create -> scheduled (seen)", |t| t.scheduled),
         ("create -> address annotated (seen)", |t| t.addressed),
         ("create -> Running (seen)", |t| t.running),
@@ -269,7 +270,7 @@ fn print_wave(args: &Args, wave: Wave, tracks: &HashMap<String, Track>, client_n
     }
     report(&out);
     for (from, at) in [
-        ("node 1", (|t| t.from_node) as fn(&Track) -> Option<Instant>),
+        ("node 1", (|t| t.from_node) as Moment),
         ("the client pod", |t| t.from_pod),
     ] {
         if lost(at) > 0 {
