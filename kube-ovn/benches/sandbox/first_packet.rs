@@ -105,6 +105,18 @@ pub async fn run(args: &Args) -> anyhow::Result<()> {
         "first-packet: probing from {} and client pod {}, over {:?} every {} ms (burst: {} ms)",
         probe_from.node, probe_from.ip, args.protocol, args.every_ms, args.burst_every_ms
     );
+    // `up` is ready before the nodes' `ovn0` and its routes are (the supervisor makes
+    // them in the background): node 1 must reach the client before anything is timed
+    let reached = probers[0].spawn(first_answer(
+        Protocol::Udp,
+        probe_from.ip,
+        "client".into(),
+        Duration::from_millis(50),
+        Instant::now() + Duration::from_secs(120),
+    ));
+    if reached.await?.is_none() {
+        bail!("node 1 did not reach the client pod through ovn0 within 120 s");
+    }
     for (i, wave) in args.waves.iter().enumerate() {
         flush_neighbours(&probe_from.netns)?;
         let tracks = run_wave(&client, &probers, args, *wave, i).await?;
