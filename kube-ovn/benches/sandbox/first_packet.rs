@@ -81,6 +81,9 @@ struct Track {
 
 type Tracks = Arc<Mutex<HashMap<String, Track>>>;
 
+/// One of a pod's moments.
+type Moment = fn(&Track) -> Option<Instant>;
+
 pub async fn run(args: &Args) -> anyhow::Result<()> {
     let sb = BenchSandbox::new()?;
     let objects = [
@@ -102,6 +105,18 @@ pub async fn run(args: &Args) -> anyhow::Result<()> {
         "first-packet: probing from {} and client pod {}, over {:?} every {} ms (burst: {} ms)",
         probe_from.node, probe_from.ip, args.protocol, args.every_ms, args.burst_every_ms
     );
+    // `up` is ready before the nodes' `ovn0` and its routes are (the supervisor makes
+    // them in the background): node 1 must reach the client before anything is timed
+    let reached = probers[0].spawn(first_answer(
+        Protocol::Udp,
+        probe_from.ip,
+        "client".into(),
+        Duration::from_millis(50),
+        Instant::now() + Duration::from_secs(120),
+    ));
+    if reached.await?.is_none() {
+        bail!("node 1 did not reach the client pod through ovn0 within 120 s");
+    }
     for (i, wave) in args.waves.iter().enumerate() {
         flush_neighbours(&probe_from.netns)?;
         let tracks = run_wave(&client, &probers, args, *wave, i).await?;
@@ -234,18 +249,15 @@ async fn follow(
     }
 }
 
-/// When a pod reached one milestone, if it did.
-type Milestone = fn(&Track) -> Option<Instant>;
-
 fn print_wave(args: &Args, wave: Wave, tracks: &HashMap<String, Track>, client_node: &str) {
-    let since = |t: &Track, at: Milestone| Some(at(t)?.saturating_duration_since(t.created?));
+    let since = |t: &Track, at: Moment| Some(at(t)?.saturating_duration_since(t.created?));
     let all: Vec<&Track> = tracks.values().collect();
-    let lost = |at: Milestone| all.iter().filter(|t| at(t).is_none()).count();
+    let lost = |at: Moment| all.iter().filter(|t| at(t).is_none()).count();
     let what = match wave {
         Wave::Paced => format!("{} pods at {}/s", args.pods, args.rate),
         Wave::Burst => format!("{} pods at once", args.pods),
     };
-    let rows: [(&str, Milestone); 5] = [
+    let rows: [(&str, Moment); 5] = [
         ("create -> scheduled (seen)", |t| t.scheduled),
         ("create -> address annotated (seen)", |t| t.addressed),
         ("create -> Running (seen)", |t| t.running),
@@ -270,7 +282,7 @@ fn print_wave(args: &Args, wave: Wave, tracks: &HashMap<String, Track>, client_n
     }
     report(&out);
     for (from, at) in [
-        ("node 1", (|t| t.from_node) as fn(&Track) -> Option<Instant>),
+        ("node 1", (|t| t.from_node) as Moment),
         ("the client pod", |t| t.from_pod),
     ] {
         if lost(at) > 0 {

@@ -127,12 +127,11 @@ async fn udp_first_answer(
     every: Duration,
     deadline: Instant,
 ) -> Option<Instant> {
-    let socket = UdpSocket::bind(SocketAddr::new([0, 0, 0, 0].into(), 0))
-        .await
-        .ok()?;
-    socket.connect(SocketAddr::new(ip, 80)).await.ok()?;
+    let target = SocketAddr::new(ip, 80);
     let mut tick = interval(every);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut socket = None;
+    let mut failed = false;
     let mut buf = [0u8; 512];
     loop {
         tokio::select! {
@@ -140,10 +139,23 @@ async fn udp_first_answer(
                 if at > deadline {
                     return None;
                 }
-                // a refused or unreachable send (ICMP from a half-made pod) is retried
-                let _ = socket.send(b"probe").await;
+                if socket.is_none() {
+                    // a failed bind or connect (no route yet) is tried again next tick
+                    match connected_udp(target).await {
+                        Ok(s) => socket = Some(s),
+                        Err(e) if !failed => {
+                            failed = true;
+                            eprintln!("probe to {target}: {e} (trying again)");
+                        }
+                        Err(_) => {}
+                    }
+                }
+                if let Some(socket) = &socket {
+                    // a refused or unreachable send (ICMP from a half-made pod) is retried
+                    let _ = socket.send(b"probe").await;
+                }
             }
-            got = socket.recv(&mut buf) => {
+            got = recv(socket.as_ref(), &mut buf) => {
                 if let Ok(n) = got {
                     if &buf[..n] == name.as_bytes() {
                         return Some(Instant::now());
@@ -151,6 +163,19 @@ async fn udp_first_answer(
                 }
             }
         }
+    }
+}
+
+async fn connected_udp(target: SocketAddr) -> std::io::Result<UdpSocket> {
+    let socket = UdpSocket::bind(SocketAddr::new([0, 0, 0, 0].into(), 0)).await?;
+    socket.connect(target).await?;
+    Ok(socket)
+}
+
+async fn recv(socket: Option<&UdpSocket>, buf: &mut [u8]) -> std::io::Result<usize> {
+    match socket {
+        Some(socket) => socket.recv(buf).await,
+        None => std::future::pending().await,
     }
 }
 
