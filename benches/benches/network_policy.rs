@@ -20,6 +20,9 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube_ovn::annotations::{IpPair, PodNetwork, Provider};
 use kube_ovn::controller::network_policy::names::Family;
 use kube_ovn::controller::network_policy::sync;
+
+/// No Node objects: node access groups are left out of the measure.
+const NO_NODES: &[k8s_openapi::api::core::v1::Node] = &[];
 use ovn_harness::{Db, OvsdbServer};
 use ovn_nb::{Acl, AddressSet, LogicalSwitchPort, NbClient, PortGroup};
 use ovsdb::client::Client;
@@ -95,7 +98,7 @@ fn policy_rows(nb: &NbClient) -> usize {
 async fn run(nb: &NbClient, policies: &[NetworkPolicy], pods: &mut [Pod], ns: &[Namespace]) {
     let v4 = [Family::V4];
     let start = Instant::now();
-    let report = sync(nb, policies, pods.iter(), ns, &v4)
+    let report = sync(nb, policies, pods.iter(), ns, NO_NODES, &v4)
         .await
         .expect("converge");
     let converge = start.elapsed();
@@ -104,7 +107,7 @@ async fn run(nb: &NbClient, policies: &[NetworkPolicy], pods: &mut [Pod], ns: &[
         policies.len(), pods.len(), report.policy_ops + report.member_ops, report.policy_ops, report.member_ops, policy_rows(nb)
     );
     let start = Instant::now();
-    let again = sync(nb, policies, pods.iter(), ns, &v4)
+    let again = sync(nb, policies, pods.iter(), ns, NO_NODES, &v4)
         .await
         .expect("no-op pass");
     println!(
@@ -115,7 +118,7 @@ async fn run(nb: &NbClient, policies: &[NetworkPolicy], pods: &mut [Pod], ns: &[
     let old = pods[0].metadata.labels.clone();
     pods[0].metadata.labels = Some(BTreeMap::from([("app".to_string(), "app-5".to_string())]));
     let start = Instant::now();
-    let relabel = sync(nb, policies, pods.iter(), ns, &v4)
+    let relabel = sync(nb, policies, pods.iter(), ns, NO_NODES, &v4)
         .await
         .expect("relabel");
     println!(

@@ -25,6 +25,8 @@ use kube_ovn::controller::{run_reconcilers, Context};
 use ovn_nb::{Acl, AddressSet, NbClient, PortGroup};
 use serde_json::{json, Value};
 
+const NO_NODES: &[k8s_openapi::api::core::v1::Node] = &[];
+
 /// How long a watch-driven change may take before the test gives up.
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -375,7 +377,7 @@ async fn bad_policies_refused_naming_the_offender() {
     let from_b = json!({"podSelector": {"matchLabels": {"app": "a"}}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "b"}}}]}]});
     let good = np("x", "good", from_b.clone());
     let was_good = np("x", "was-good", from_b);
-    sync(&nb, [&good, &was_good], &pods, &namespaces, &v4)
+    sync(&nb, [&good, &was_good], &pods, &namespaces, NO_NODES, &v4)
         .await
         .expect("a pass");
     let rows_before = (
@@ -415,6 +417,7 @@ async fn bad_policies_refused_naming_the_offender() {
         ],
         &pods,
         &namespaces,
+        NO_NODES,
         &v4,
     )
     .await

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use kube_ovn::controller::network_policy::names::Family;
 use kube_ovn::controller::network_policy::sync;
 use netpol::table::{case, check_protocols, np};
+use netpol::NO_NODES;
 use ovn_nb::{Acl, NbClient};
 use serde_json::json;
 
@@ -40,9 +41,16 @@ async fn sctp_ports_render_as_sctp_matches() {
             {"protocol": "SCTP", "port": 81, "endPort": 90},
             {"protocol": "SCTP", "port": "serve-81-sctp"}]}]}),
     );
-    let report = sync(&nb, &[policy], &pod_objects, &namespaces, &[Family::V4])
-        .await
-        .expect("a pass");
+    let report = sync(
+        &nb,
+        &[policy],
+        &pod_objects,
+        &namespaces,
+        NO_NODES,
+        &[Family::V4],
+    )
+    .await
+    .expect("a pass");
     assert!(
         report.invalid.is_empty() && report.unresolved.is_empty(),
         "{report:?}"

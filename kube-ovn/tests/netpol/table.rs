@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::eval::{allowed, EvalPod, Labels};
 use super::layout;
 use super::trace::{self, Probe};
+use super::NO_NODES;
 
 /// The first-half cases: ingress (the rest: egress, adding up, relabel, delete).
 pub const FIRST_HALF: usize = 17;
@@ -335,6 +336,7 @@ pub async fn check_protocols(cases: Vec<Case>, protocols: &[&'static str]) {
             &case.policies,
             &pod_objects,
             &namespaces,
+            NO_NODES,
             &[Family::V4],
         )
         .await
@@ -349,6 +351,7 @@ pub async fn check_protocols(cases: Vec<Case>, protocols: &[&'static str]) {
             &case.policies,
             &pod_objects,
             &namespaces,
+            NO_NODES,
             &[Family::V4],
         )
         .await

@@ -11,12 +11,14 @@
 //! selected pods for ingress, the peer pods for egress), as one set per rule port:
 //! pods that give one name different numbers are allowed on each of them.
 //!
-//! Not done: node access for kubelet probes (port groups `node.<node>` with their
-//! 3000 allow, written with the pods' node placement by the Pod reconciler), ACL
-//! logging (`enable_log`) and the lax mode's DHCP exceptions.
+//! [`node_access`] keeps every node reaching its own pods (kubelet probes) while any
+//! policy exists: Kube-OVN's `node.<node>` port groups and their 3000 allows.
+//!
+//! Not done: ACL logging (`enable_log`) and the lax mode's DHCP exceptions.
 
 pub mod acl;
 pub mod names;
+pub mod node_access;
 pub mod reconcile;
 pub mod rows;
 pub mod selection;

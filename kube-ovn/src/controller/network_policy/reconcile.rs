@@ -6,12 +6,13 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use ovn_nb::{NbClient, NbError};
 
 use super::acl::{render, UnresolvedPort};
 use super::names::{self, Family};
+use super::node_access::{write_node_groups, write_node_members, NodeView};
 use super::rows::{owned_sets, remove_stale, write_members, write_policy};
 use super::selection::Snapshot;
 use super::validate::{validate, NpInvalid, ValidPolicy};
@@ -73,15 +74,18 @@ async fn commit(
     Ok(n)
 }
 
-/// Brings NB in line with the given objects.
+/// Brings NB in line with the given objects; `nodes` give the node access groups
+/// ([`super::node_access`]).
 pub async fn sync<'a>(
     nb: &NbClient,
     policies: impl IntoIterator<Item = &'a NetworkPolicy>,
     pods: impl IntoIterator<Item = &'a Pod>,
     namespaces: impl IntoIterator<Item = &'a Namespace>,
+    nodes: impl IntoIterator<Item = &'a Node>,
     families: &[Family],
 ) -> Result<PassReport, NpError> {
     let snapshot = Snapshot::new(pods, namespaces);
+    let nodes: Vec<NodeView> = nodes.into_iter().filter_map(NodeView::of).collect();
     let mut report = PassReport::default();
     let mut valid: Vec<ValidPolicy> = Vec::new();
     // an invalid policy keeps what it had: the API server would have refused the
@@ -113,11 +117,13 @@ pub async fn sync<'a>(
         write_policy(&mut txn, policy, &rendered, families, &owned).map_err(nb_err("policy"))?;
     }
     remove_stale(&mut txn, &keep).map_err(nb_err("policy"))?;
+    write_node_groups(&mut txn, &nodes, families, !valid.is_empty()).map_err(nb_err("policy"))?;
     report.policy_ops = commit(nb, txn, "policy").await?;
     let mut txn = nb.txn();
     for policy in &valid {
         write_members(&mut txn, policy, &snapshot, families).map_err(nb_err("membership"))?;
     }
+    write_node_members(&mut txn, &snapshot).map_err(nb_err("membership"))?;
     report.member_ops = commit(nb, txn, "membership").await?;
     Ok(report)
 }

@@ -30,6 +30,8 @@ pub struct PodView {
     pub port: String,
     /// Declared container ports: (name, protocol, number).
     pub named_ports: Vec<(String, Protocol, u16)>,
+    /// The node it is scheduled on (`spec.nodeName`), if any yet.
+    pub node: Option<String>,
 }
 
 impl PodView {
@@ -69,6 +71,7 @@ impl PodView {
             name,
             ips,
             named_ports,
+            node: spec.node_name.clone(),
         })
     }
 }

@@ -1,4 +1,5 @@
-//! The reconciler's loop: reflector stores of Pods, Namespaces and NetworkPolicies,
+//! The reconciler's loop: reflector stores of Pods, Namespaces, NetworkPolicies and
+//! Nodes (for node access),
 //! and one [`sync`] pass from their contents for each burst of events: an event after
 //! a quiet spell starts a pass at once; events that arrive while a pass runs, or
 //! within [`SETTLE`] after it, are taken together by the next one. The first pass
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
@@ -68,8 +69,13 @@ async fn follow(ctx: Arc<Context>) {
     let (pods, pod_events) = reflect(Api::<Pod>::all(ctx.client.clone()));
     let (namespaces, ns_events) = reflect(Api::<Namespace>::all(ctx.client.clone()));
     let (policies, np_events) = reflect(Api::<NetworkPolicy>::all(ctx.client.clone()));
-    let mut events =
-        futures::stream::select_all([pod_events.boxed(), ns_events.boxed(), np_events.boxed()]);
+    let (nodes, node_events) = reflect(Api::<Node>::all(ctx.client.clone()));
+    let mut events = futures::stream::select_all([
+        pod_events.boxed(),
+        ns_events.boxed(),
+        np_events.boxed(),
+        node_events.boxed(),
+    ]);
     let families = families_of(&ctx.config.default_subnet.cidr);
     let mut rested = tokio::time::Instant::now();
     while events.next().await.is_some() {
@@ -88,16 +94,22 @@ async fn follow(ctx: Arc<Context>) {
             && policies
                 .wait_until_ready()
                 .now_or_never()
+                .is_some_and(|r| r.is_ok())
+            && nodes
+                .wait_until_ready()
+                .now_or_never()
                 .is_some_and(|r| r.is_ok());
         if !ready {
             continue;
         }
         let (p, n, np) = (pods.state(), namespaces.state(), policies.state());
+        let no = nodes.state();
         let result = sync(
             &ctx.nb,
             np.iter().map(|o| &**o),
             p.iter().map(|o| &**o),
             n.iter().map(|o| &**o),
+            no.iter().map(|o| &**o),
             &families,
         )
         .await;

@@ -6,8 +6,11 @@
 //!
 //! The distributed gateway's per-node port groups and policies are in [`distributed`].
 //!
-//! Not done: the `node-<node>` IP object, the port group `node.<node>` for network
-//! policies, and the underlay address sets.
+//! The port group `node.<node>` that keeps nodes reaching their pods through network
+//! policies is written by the NetworkPolicy reconciler
+//! ([`crate::controller::network_policy::node_access`]), which follows pod placement.
+//!
+//! Not done: the `node-<node>` IP object and the underlay address sets.
 
 pub mod chassis;
 pub mod desired;
@@ -16,5 +19,7 @@ pub mod policies;
 pub mod reconcile;
 pub mod watch;
 
-pub use reconcile::{apply, cleanup, error_policy, reconcile, NodeError, NodeReport, FINALIZER};
+pub use reconcile::{
+    apply, cleanup, error_policy, internal_ips, reconcile, NodeError, NodeReport, FINALIZER,
+};
 pub use watch::run;
