@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::process::{wait_until, Daemon, HarnessError, ProcessInfo};
@@ -50,7 +51,9 @@ pub struct Chassis {
     config: ChassisConfig,
     // Drop order: controller, then vswitchd, then the database.
     controller: Option<Daemon>,
-    vswitchd: Option<Daemon>,
+    // behind a lock so that a crashed vswitchd can be restarted while pods plugged
+    // into the chassis borrow it
+    vswitchd: Mutex<Option<Daemon>>,
     db: OvsdbServer,
     created_netns: bool,
 }
@@ -62,7 +65,7 @@ impl Chassis {
         let mut chassis = Self {
             config,
             controller: None,
-            vswitchd: None,
+            vswitchd: Mutex::new(None),
             db,
             created_netns: false,
         };
@@ -105,7 +108,7 @@ impl Chassis {
         Ok(())
     }
 
-    fn start_vswitchd(&mut self) -> Result<(), HarnessError> {
+    fn start_vswitchd(&self) -> Result<(), HarnessError> {
         let dir = self.db.dir().to_path_buf();
         let log = dir.join("ovs-vswitchd.log");
         let mut cmd = match &self.config.netns {
@@ -128,7 +131,8 @@ impl Chassis {
             .env("OVS_RUNDIR", &dir)
             .env("OVS_LOGDIR", &dir)
             .env("OVS_DBDIR", &dir);
-        self.vswitchd = Some(Daemon::spawn("ovs-vswitchd", cmd, &log)?);
+        let mut slot = self.vswitchd.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = Some(Daemon::spawn("ovs-vswitchd", cmd, &log)?);
         let br = self.config.bridge.clone();
         // ovs-vsctl waits for vswitchd to apply the change; the OpenFlow management socket
         // answering proves the bridge really exists.
@@ -147,10 +151,52 @@ impl Chassis {
             "other-config:disable-in-band=true",
         ])?;
         let mgmt = format!("unix:{}", dir.join(format!("{br}.mgmt")).display());
-        let vswitchd = self.vswitchd.as_mut().expect("just started");
+        let vswitchd = slot.as_mut().expect("just started");
         vswitchd.wait_ready("the integration bridge", || {
             crate::run("ovs-ofctl", &["-O", "OpenFlow15", "show", &mgmt]).is_ok()
         })
+    }
+
+    /// Starts `ovs-vswitchd` again when it has exited, as `ovs-ctl`'s monitor or
+    /// systemd does on a real node: OVS 3.1.0's userspace conntrack has been seen to
+    /// abort (`conn_update_state` assertion) under the sandbox's traffic, and a node
+    /// without its datapath drops everything. ovn-controller reconnects and installs
+    /// its flows again; ports are reopened from the database, but the devices of
+    /// internal ports are new (their addresses are for their owners to put back).
+    /// Returns whether it was restarted.
+    pub fn revive_vswitchd(&self) -> Result<bool, HarnessError> {
+        let dead = {
+            let mut slot = self.vswitchd.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.as_mut().is_none_or(Daemon::is_running) {
+                return Ok(false);
+            }
+            slot.take()
+        };
+        if let Some(mut dead) = dead {
+            tracing::warn!(
+                chassis = %self.config.name,
+                log = %dead.log_tail(),
+                "ovs-vswitchd exited; starting it again"
+            );
+            dead.stop(); // reaped already: stop sends nothing
+        }
+        self.start_vswitchd()?;
+        Ok(true)
+    }
+
+    /// `ovs-appctl revalidator/purge` on the chassis' ovs-vswitchd: every datapath
+    /// flow (megaflow) dropped, so the next packets are classified again against the
+    /// current OpenFlow tables. OVS 3.1.0's userspace datapath has been seen here to keep
+    /// a megaflow whose action no longer matched the tables after a run of
+    /// NetworkPolicy updates (the datapath dropping what `ovn-trace` on the Southbound
+    /// and the OpenFlow tables deliver), for as long as traffic kept it alive.
+    pub fn purge_datapath_flows(&self) -> Result<(), HarnessError> {
+        let ctl = self.db.dir().join("ovs-vswitchd.ctl");
+        crate::run(
+            "ovs-appctl",
+            &["-t", &ctl.to_string_lossy(), "revalidator/purge"],
+        )?;
+        Ok(())
     }
 
     fn start_controller(&mut self) -> Result<(), HarnessError> {
@@ -232,7 +278,14 @@ impl Chassis {
                 "ovn-controller",
                 self.controller.as_ref().and_then(Daemon::pid),
             ),
-            record("ovs-vswitchd", self.vswitchd.as_ref().and_then(Daemon::pid)),
+            record(
+                "ovs-vswitchd",
+                self.vswitchd
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .and_then(Daemon::pid),
+            ),
             record("ovsdb-server", self.db.pid()),
         ]
         .into_iter()
@@ -277,7 +330,8 @@ impl Drop for Chassis {
             }
             c.stop();
         }
-        if let Some(mut v) = self.vswitchd.take() {
+        let vswitchd = self.vswitchd.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut v) = vswitchd.take() {
             let ctl = dir.join("ovs-vswitchd.ctl");
             let _ = crate::run(
                 "ovs-appctl",

@@ -126,6 +126,17 @@ impl Node {
         Ok(node)
     }
 
+    /// Starts the node's `ovs-vswitchd` again if it has exited
+    /// ([`Chassis::revive_vswitchd`]) and puts the underlay address back on the new
+    /// `br-phy` device. Returns whether it was restarted.
+    pub fn revive(&self) -> Result<bool, HarnessError> {
+        if !self.chassis.revive_vswitchd()? {
+            return Ok(false);
+        }
+        self.bring_up_br_phy()?;
+        Ok(true)
+    }
+
     /// `br-phy` with the underlay veth as its port and the node's address on its device.
     fn bring_up_br_phy(&self) -> Result<(), HarnessError> {
         let mtu = format!("mtu_request={UNDERLAY_MTU}");
@@ -154,7 +165,7 @@ impl Node {
         self.netns.exec("sysctl", &["-qw", &sysctl])?;
         let addr = format!("{}/24", self.underlay_ip);
         self.netns
-            .ip(&["addr", "add", &addr, "dev", UNDERLAY_BRIDGE])?;
+            .ip(&["addr", "replace", &addr, "dev", UNDERLAY_BRIDGE])?;
         self.netns.ip(&["link", "set", UNDERLAY_BRIDGE, "up"])?;
         Ok(())
     }
@@ -380,6 +391,26 @@ impl Cluster {
     /// The nodes, in start order.
     pub fn nodes(&self) -> &[Node] {
         &self.nodes
+    }
+
+    /// Restarts the datapath of every node whose `ovs-vswitchd` has exited
+    /// ([`Node::revive`]); the names of the nodes restarted.
+    pub fn revive_nodes(&self) -> Result<Vec<String>, HarnessError> {
+        let mut revived = Vec::new();
+        for node in &self.nodes {
+            if node.revive()? {
+                revived.push(node.name().to_string());
+            }
+        }
+        Ok(revived)
+    }
+
+    /// [`Chassis::purge_datapath_flows`] on every node.
+    pub fn purge_datapath_flows(&self) -> Result<(), HarnessError> {
+        for node in &self.nodes {
+            node.chassis.purge_datapath_flows()?;
+        }
+        Ok(())
     }
 
     /// The shared underlay.

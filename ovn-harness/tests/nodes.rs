@@ -185,3 +185,87 @@ fn two_nodes_over_geneve_carry_pod_traffic_both_ways() {
         "{links}"
     );
 }
+
+#[test]
+fn a_crashed_vswitchd_is_started_again_and_its_pods_talk_again() {
+    if !require_root(TOOLS) {
+        return;
+    }
+    let tag = unique_tag("rv");
+    let cluster = Cluster::start(&tag, 2).expect("cluster");
+    let (n1, n2) = (&cluster.nodes()[0], &cluster.nodes()[1]);
+    cluster.nbctl(&["ls-add", "sw0"]).unwrap();
+    for (lsp, mac, ip) in [
+        ("p1", "50:54:00:00:01:01", "10.0.1.11"),
+        ("p2", "50:54:00:00:01:02", "10.0.1.12"),
+    ] {
+        let addresses = format!("{mac} {ip}");
+        cluster
+            .nbctl(&[
+                "lsp-add",
+                "sw0",
+                lsp,
+                "--",
+                "lsp-set-addresses",
+                lsp,
+                &addresses,
+            ])
+            .unwrap();
+    }
+    cluster.nbctl(&["--wait=hv", "sync"]).unwrap();
+    let spec = |n: u8| PodSpec {
+        netns: format!("{tag}p{n}"),
+        host_iface: format!("vr{n}"),
+        iface_id: format!("p{n}"),
+        mac: format!("50:54:00:00:01:0{n}"),
+        cidr: format!("10.0.1.1{n}/24"),
+        gateway: None,
+    };
+    let p1 = n1.plug_pod(&spec(1)).expect("plug p1 on n1");
+    let p2 = n2.plug_pod(&spec(2)).expect("plug p2 on n2");
+    assert!(eventually(10, || p1.ping("10.0.1.12")), "p1 -> p2 before");
+    assert!(
+        cluster.revive_nodes().unwrap().is_empty(),
+        "nothing to restart while every vswitchd runs"
+    );
+
+    // n1's datapath dies as OVS 3.1.0's conntrack assertion kills it
+    let vswitchd = |node: &ovn_harness::Node| {
+        node.chassis()
+            .processes()
+            .into_iter()
+            .find(|p| p.name.starts_with("ovs-vswitchd"))
+            .expect("a vswitchd record")
+            .pid
+    };
+    let dead = vswitchd(n1);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(dead as i32),
+        nix::sys::signal::Signal::SIGABRT,
+    )
+    .expect("kill vswitchd");
+    assert!(eventually(10, || !pid_alive(dead)), "vswitchd {dead} died");
+    assert!(!p1.ping("10.0.1.12"), "no datapath on n1: no traffic");
+
+    assert_eq!(cluster.revive_nodes().unwrap(), [n1.name().to_string()]);
+    let revived = vswitchd(n1);
+    assert_ne!(revived, dead, "a new process");
+    assert!(pid_alive(revived));
+    assert!(cluster.revive_nodes().unwrap().is_empty(), "once is enough");
+    // the pod's port is reopened, the tunnel's underlay address is back on br-phy and
+    // ovn-controller installs its flows again
+    assert!(
+        eventually(30, || p1.ping("10.0.1.12")),
+        "p1 (n1) -> p2 (n2) after the restart"
+    );
+    assert!(
+        eventually(10, || p2.ping("10.0.1.11")),
+        "p2 (n2) -> p1 (n1) after the restart"
+    );
+    let pids = pids_of(&cluster);
+    drop((p1, p2));
+    drop(cluster);
+    for pid in pids {
+        assert!(!pid_alive(pid), "process {pid} survived the cluster");
+    }
+}

@@ -7,7 +7,7 @@
 //! destination pod's name: a TCP connect and read, or a UDP datagram and
 //! its reply, each within a short timeout. Probes run concurrently, at
 //! most `concurrency` at a time (each on its own thread inside the source
-//! namespace).
+//! namespace), a new one starting as soon as any finishes.
 
 use super::netns::run_in;
 use super::policy_eval::{Evaluator, PodInfo, Protocol};
@@ -39,12 +39,14 @@ pub struct MatrixSpec {
     /// How many probes run at once.
     pub concurrency: usize,
     /// How many more times a probe whose outcome disagrees with the evaluator is
-    /// repeated, [`Self::retry_delay`] apart, before it counts as a mismatch. Policy
+    /// repeated, after [`Self::retry_delay`] and then twice as long each time (so that
+    /// a node's datapath being restarted is waited out too), before it counts as a
+    /// mismatch. Policy
     /// enforcement is eventually consistent (a pod is Running before the controller has
     /// put its port in every policy's port group), and Kubernetes' own NetworkPolicy
     /// e2e tests probe a wrong matrix a second time for the same reason.
     pub retries: u32,
-    /// The wait before each repeat.
+    /// The wait before the first repeat.
     pub retry_delay: Duration,
 }
 
@@ -99,11 +101,13 @@ pub async fn run_matrix(pods: &[ProbePod], eval: &Evaluator, spec: &MatrixSpec) 
         }
     }
     let timeout = spec.timeout;
-    let mut probes: Vec<Probe> = futures::stream::iter(jobs.iter().copied())
-        .map(|(src, dst, port, protocol)| async move {
+    // unordered, so that a probe waiting out its timeout (a denied one) does not hold
+    // back the start of the next ones; put back in job order after
+    let mut done: Vec<(usize, Probe)> = futures::stream::iter(jobs.iter().copied().enumerate())
+        .map(|(i, (src, dst, port, protocol))| async move {
             let ip = dst.info.ips[0];
             let answer = probe(src.netns.clone(), ip, port, protocol, timeout).await;
-            Probe {
+            let probe = Probe {
                 source: pod_id(&src.info),
                 destination: pod_id(&dst.info),
                 destination_ip: ip,
@@ -113,11 +117,15 @@ pub async fn run_matrix(pods: &[ProbePod], eval: &Evaluator, spec: &MatrixSpec) 
                 observed: answer.as_deref() == Some(dst.info.name.as_str()),
                 answer,
                 attempts: 1,
-            }
+            };
+            (i, probe)
         })
-        .buffered(spec.concurrency.max(1))
+        .buffer_unordered(spec.concurrency.max(1))
         .collect()
         .await;
+    done.sort_by_key(|(i, _)| *i);
+    let mut probes: Vec<Probe> = done.into_iter().map(|(_, p)| p).collect();
+    let mut delay = spec.retry_delay;
     for _ in 0..spec.retries {
         let wrong: Vec<usize> = (0..probes.len())
             .filter(|&i| probes[i].expected != probes[i].observed)
@@ -125,8 +133,9 @@ pub async fn run_matrix(pods: &[ProbePod], eval: &Evaluator, spec: &MatrixSpec) 
         if wrong.is_empty() {
             break;
         }
-        tokio::time::sleep(spec.retry_delay).await;
-        // `buffered` keeps order: probes[i] is jobs[i]
+        tokio::time::sleep(delay).await;
+        delay *= 2;
+        // probes[i] is jobs[i]; each answer comes back with its index
         let again: Vec<(usize, Option<String>)> = futures::stream::iter(wrong)
             .map(|i| {
                 let (src, dst, port, protocol) = jobs[i];
@@ -135,7 +144,7 @@ pub async fn run_matrix(pods: &[ProbePod], eval: &Evaluator, spec: &MatrixSpec) 
                     (i, answer.await)
                 }
             })
-            .buffered(spec.concurrency.max(1))
+            .buffer_unordered(spec.concurrency.max(1))
             .collect()
             .await;
         for (i, answer) in again {

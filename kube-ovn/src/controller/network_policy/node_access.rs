@@ -120,24 +120,52 @@ fn node_of_group(group: &PortGroup) -> Option<&str> {
     ours.then_some(node.as_str())
 }
 
-/// The policy level: with `enabled` (some valid policy exists), a group and its ACLs
-/// per node with an address; the groups of other nodes, or all of them without
-/// `enabled`, removed (their ACLs go with them).
+/// The groups wanted: with `enabled` (some valid policy exists), one per node with an
+/// address.
+fn wanted_groups(nodes: &[NodeView], enabled: bool) -> BTreeMap<String, &NodeView> {
+    if !enabled {
+        return BTreeMap::new();
+    }
+    nodes
+        .iter()
+        .filter(|n| !n.ips.is_empty())
+        .map(|n| (node_port_group(&n.name), n))
+        .collect()
+}
+
+/// The groups' rows: with `enabled`, a group per node with an address (its members
+/// come with [`write_node_members`], its ACLs with [`write_node_acls`]).
 pub fn write_node_groups(
+    txn: &mut NbTxn<'_>,
+    nodes: &[NodeView],
+    enabled: bool,
+) -> Result<(), NbError> {
+    let store = txn.store();
+    for (pg, node) in wanted_groups(nodes, enabled) {
+        let ids = group_ids(&node.name);
+        match store.by_name::<PortGroup>(&pg)?.into_iter().next() {
+            Some(row) if row.external_ids == ids => {}
+            Some(row) => {
+                txn.set(row.id, PortGroup::EXTERNAL_IDS, ids);
+            }
+            None => {
+                let id = txn.pg_add(&pg, &[])?;
+                txn.set(id, PortGroup::EXTERNAL_IDS, ids);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The groups' ACLs; the groups of other nodes, or all of them without `enabled`,
+/// removed (their ACLs go with them).
+pub fn write_node_acls(
     txn: &mut NbTxn<'_>,
     nodes: &[NodeView],
     families: &[Family],
     enabled: bool,
 ) -> Result<(), NbError> {
-    let wanted: BTreeMap<String, &NodeView> = if enabled {
-        nodes
-            .iter()
-            .filter(|n| !n.ips.is_empty())
-            .map(|n| (node_port_group(&n.name), n))
-            .collect()
-    } else {
-        BTreeMap::new()
-    };
+    let wanted = wanted_groups(nodes, enabled);
     let store = txn.store();
     for group in store.rows::<PortGroup>()? {
         if node_of_group(&group).is_some() && !wanted.contains_key(&group.name) {
@@ -145,27 +173,15 @@ pub fn write_node_groups(
         }
     }
     for (pg, node) in wanted {
-        let ids = group_ids(&node.name);
-        let current: Vec<(ovsdb::typed::RowId<Acl>, Acl)> =
-            match store.by_name::<PortGroup>(&pg)?.into_iter().next() {
-                Some(row) => {
-                    if row.external_ids != ids {
-                        txn.set(row.id, PortGroup::EXTERNAL_IDS, ids);
-                    }
-                    let mut acls = Vec::new();
-                    for id in &row.acls {
-                        if let Some(acl) = store.get(*id)? {
-                            acls.push((*id, acl));
-                        }
-                    }
-                    acls
-                }
-                None => {
-                    let id = txn.pg_add(&pg, &[])?;
-                    txn.set(id, PortGroup::EXTERNAL_IDS, ids);
-                    Vec::new()
-                }
-            };
+        let Some(row) = store.by_name::<PortGroup>(&pg)?.into_iter().next() else {
+            continue; // written by write_node_groups, not in the replica yet
+        };
+        let mut current: Vec<(ovsdb::typed::RowId<Acl>, Acl)> = Vec::new();
+        for id in &row.acls {
+            if let Some(acl) = store.get(*id)? {
+                current.push((*id, acl));
+            }
+        }
         let target = AclTarget::PortGroup(pg.clone());
         let wanted_acls = node_acls(node, families);
         let key = |d: &AclDirection, p: i64, m: &str| (d.to_string(), p, m.to_string());

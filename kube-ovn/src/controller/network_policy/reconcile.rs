@@ -1,8 +1,10 @@
 //! One pass over the cluster's NetworkPolicies, Pods and Namespaces, an idempotent
-//! function of them: the policy level ([`super::rows::write_policy`]: port groups,
-//! address sets and ACLs, which differ only when a policy does) in one transaction,
-//! then the membership level ([`super::rows::write_members`]) in another, once the
-//! first shows in the replica. A pass over an unchanged cluster sends nothing.
+//! function of them, in three transactions, each once the one before shows in the
+//! replica: the port groups and address sets ([`super::rows::write_policy`]), their
+//! members ([`super::rows::write_members`]), then the ACLs
+//! ([`super::rows::write_policy_acls`]) with the removal of what is stale. The first
+//! and last, which differ only when a policy does, make the policy level; the second
+//! the membership level. A pass over an unchanged cluster sends nothing.
 
 use std::collections::BTreeSet;
 
@@ -12,8 +14,10 @@ use ovn_nb::{NbClient, NbError};
 
 use super::acl::{render, UnresolvedPort};
 use super::names::{self, Family};
-use super::node_access::{write_node_groups, write_node_members, NodeView};
-use super::rows::{owned_sets, remove_stale, write_members, write_policy};
+use super::node_access::{write_node_acls, write_node_groups, write_node_members, NodeView};
+use super::rows::{
+    owned_sets, remove_stale, remove_unwanted_sets, write_members, write_policy, write_policy_acls,
+};
 use super::selection::Snapshot;
 use super::validate::{validate, NpInvalid, ValidPolicy};
 use crate::annotations::CidrPair;
@@ -105,19 +109,15 @@ pub async fn sync<'a>(
     }
     report.policies = valid.len();
     let nb_err = |stage| move |source| NpError::Nb { stage, source };
+    // Kube-OVN's order: groups and sets, then their members, then the ACLs naming
+    // them, so that no ACL ever names a group or set that is not there yet, and a set
+    // no rule wants goes only once no ACL names it.
     let mut txn = nb.txn();
     let owned = owned_sets(&txn).map_err(nb_err("policy"))?;
     for policy in &valid {
-        let rendered = render(policy, &snapshot, families);
-        for port in &rendered.unresolved {
-            let key = names::policy_key(&policy.namespace, &policy.name);
-            tracing::warn!(policy = %key, field = %port.field, port = %port.name, "named port declared by no destination pod: it matches nothing");
-            report.unresolved.push((key, port.clone()));
-        }
-        write_policy(&mut txn, policy, &rendered, families, &owned).map_err(nb_err("policy"))?;
+        write_policy(&mut txn, policy, families).map_err(nb_err("policy"))?;
     }
-    remove_stale(&mut txn, &keep).map_err(nb_err("policy"))?;
-    write_node_groups(&mut txn, &nodes, families, !valid.is_empty()).map_err(nb_err("policy"))?;
+    write_node_groups(&mut txn, &nodes, !valid.is_empty()).map_err(nb_err("policy"))?;
     report.policy_ops = commit(nb, txn, "policy").await?;
     let mut txn = nb.txn();
     for policy in &valid {
@@ -125,5 +125,19 @@ pub async fn sync<'a>(
     }
     write_node_members(&mut txn, &snapshot).map_err(nb_err("membership"))?;
     report.member_ops = commit(nb, txn, "membership").await?;
+    let mut txn = nb.txn();
+    for policy in &valid {
+        let rendered = render(policy, &snapshot, families);
+        for port in &rendered.unresolved {
+            let key = names::policy_key(&policy.namespace, &policy.name);
+            tracing::warn!(policy = %key, field = %port.field, port = %port.name, "named port declared by no destination pod: it matches nothing");
+            report.unresolved.push((key, port.clone()));
+        }
+        write_policy_acls(&mut txn, policy, &rendered).map_err(nb_err("policy"))?;
+        remove_unwanted_sets(&mut txn, policy, families, &owned).map_err(nb_err("policy"))?;
+    }
+    remove_stale(&mut txn, &keep).map_err(nb_err("policy"))?;
+    write_node_acls(&mut txn, &nodes, families, !valid.is_empty()).map_err(nb_err("policy"))?;
+    report.policy_ops += commit(nb, txn, "policy").await?;
     Ok(report)
 }

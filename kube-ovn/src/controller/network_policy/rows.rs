@@ -1,8 +1,9 @@
 //! A policy's northbound rows, written as desired state (a second pass over an
 //! unchanged database appends no operation):
 //! * [`write_policy`] (on a policy change): the port group `<np>.<ns>`
-//!   (`external_ids` `np=<ns>/<name>`, `vendor`), its address sets (`np=<ns>/<name>/<direction>`)
-//!   and its ACLs, replaced only when the rendered set differs;
+//!   (`external_ids` `np=<ns>/<name>`, `vendor`) and its address sets
+//!   (`np=<ns>/<name>/<direction>`);
+//! * [`write_policy_acls`]: its ACLs, replaced only when the rendered set differs;
 //! * [`write_members`] (on any pod or namespace change): the port group's ports and
 //!   the address sets' addresses;
 //! * [`remove_stale`]: the rows of policies that are gone or no longer valid.
@@ -131,43 +132,32 @@ fn write_acls(
     Ok(())
 }
 
-/// Makes the policy's port group, address sets and ACLs exist as rendered; returns
-/// whether anything was appended.
+/// Makes the policy's port group and address sets exist (the ACLs naming them come
+/// later, in [`write_policy_acls`]; the sets no rule wants go after them, in
+/// [`remove_unwanted_sets`]).
 pub fn write_policy(
     txn: &mut NbTxn<'_>,
     policy: &ValidPolicy,
-    rendered: &RenderedAcls,
     families: &[Family],
-    owned: &BTreeMap<String, Vec<String>>,
 ) -> Result<(), NbError> {
     let (ns, name) = (policy.namespace.as_str(), policy.name.as_str());
     let pg = names::port_group(ns, name);
     let store = txn.store();
-    let existing = store.by_name::<PortGroup>(&pg)?.into_iter().next();
     let pg_ids = ids([
         (NP_KEY, names::policy_key(ns, name)),
         ("vendor", VENDOR.to_string()),
     ]);
-    let current_acls = match &existing {
+    match store.by_name::<PortGroup>(&pg)?.into_iter().next() {
         Some(row) => {
             if row.external_ids != pg_ids {
                 txn.set(row.id, PortGroup::EXTERNAL_IDS, pg_ids);
             }
-            let mut acls = Vec::new();
-            for id in &row.acls {
-                if let Some(acl) = store.get(*id)? {
-                    acls.push(Stored { id: *id, row: acl });
-                }
-            }
-            acls
         }
         None => {
             let id = txn.pg_add(&pg, &[])?;
             txn.set(id, PortGroup::EXTERNAL_IDS, pg_ids);
-            Vec::new()
         }
-    };
-    write_acls(txn, &pg, current_acls, rendered)?;
+    }
     let wanted_sets = wanted_sets(policy, families);
     for (set, (key, fixed)) in &wanted_sets {
         let set_ids = ids([(NP_KEY, key.clone()), ("vendor", VENDOR.to_string())]);
@@ -186,14 +176,46 @@ pub fn write_policy(
             }
         }
     }
-    // address sets of rules the policy no longer has
-    let key = names::policy_key(ns, name);
+    Ok(())
+}
+
+/// Removes the address sets of rules the policy no longer has (after its ACLs stopped
+/// naming them). `owned` is [`owned_sets`].
+pub fn remove_unwanted_sets(
+    txn: &mut NbTxn<'_>,
+    policy: &ValidPolicy,
+    families: &[Family],
+    owned: &BTreeMap<String, Vec<String>>,
+) -> Result<(), NbError> {
+    let wanted_sets = wanted_sets(policy, families);
+    let key = names::policy_key(&policy.namespace, &policy.name);
     for set in owned.get(&key).into_iter().flatten() {
         if !wanted_sets.contains_key(set) {
             txn.if_exists().address_set_del(set)?;
         }
     }
     Ok(())
+}
+
+/// Makes the policy's ACLs the rendered ones, on its port group (written before by
+/// [`write_policy`]; left alone while it is not in the replica yet).
+pub fn write_policy_acls(
+    txn: &mut NbTxn<'_>,
+    policy: &ValidPolicy,
+    rendered: &RenderedAcls,
+) -> Result<(), NbError> {
+    let pg = names::port_group(&policy.namespace, &policy.name);
+    let store = txn.store();
+    let Some(row) = store.by_name::<PortGroup>(&pg)?.into_iter().next() else {
+        return Ok(());
+    };
+    let mut current = Vec::new();
+    for id in &row.acls {
+        if let Some(acl) = store.get(*id)? {
+            current.push(Stored { id: *id, row: acl });
+        }
+    }
+    write_acls(txn, &pg, current, rendered)
 }
 
 /// The names of the address sets each policy (`<ns>/<name>`) owns, from one scan.

@@ -28,6 +28,10 @@ pub const SYSTEM_CNI_DIR: &str = "/usr/lib/cni";
 const PART_READY: Duration = Duration::from_secs(60);
 /// How often the node agents and the sandbox controllers make a pass.
 const RESYNC: Duration = Duration::from_millis(250);
+/// How often the supervisor looks for a node whose `ovs-vswitchd` has exited.
+const DATAPATH_CHECK: Duration = Duration::from_secs(1);
+/// How often each node's datapath flow cache is emptied (see [`keep_datapaths_up`]).
+const PURGE_EVERY: Duration = Duration::from_secs(2);
 /// The pods' and `ovn0`'s MTU: the underlay's 1600 leaves room for GENEVE, and 1400
 /// is what the nodes were measured with (`node-simulation.md`).
 const POD_MTU: u32 = 1400;
@@ -204,11 +208,60 @@ pub async fn supervise(opts: SuperviseOptions) -> Result<(), SandboxError> {
     record.ready = true;
     record.save(&layout.record())?;
     tracing::info!("sandbox ready");
-    wait_for_signal().await;
+    keep_datapaths_up(&layout, &mut running, &mut record).await;
     tracing::info!("stopping the sandbox");
     running.shut_down().await;
     let _ = std::fs::remove_file(layout.ko_state());
     Ok(())
+}
+
+/// Until SIGTERM or SIGINT: every second, a node whose `ovs-vswitchd` has exited gets
+/// it started again ([`Cluster::revive_nodes`], as a node's service manager would), and
+/// the process record follows, so `down` still finds every pid; every [`PURGE_EVERY`]
+/// each node's datapath flow cache is emptied ([`Cluster::purge_datapath_flows`]):
+/// Debian's OVS 3.1.0 userspace datapath has been seen here to keep serving a cached
+/// flow that no longer matched the OpenFlow tables after NetworkPolicy updates (a
+/// connection `ovn-trace` and the tables allow, dropped), as long as traffic used it.
+async fn keep_datapaths_up(
+    layout: &StateLayout,
+    running: &mut Running,
+    record: &mut SandboxRecord,
+) {
+    let signal = wait_for_signal();
+    tokio::pin!(signal);
+    let mut tick = tokio::time::interval(DATAPATH_CHECK);
+    let mut last_purge = Instant::now();
+    loop {
+        tokio::select! {
+            () = &mut signal => return,
+            _ = tick.tick() => {}
+        }
+        let Some(cluster) = running.cluster.as_ref() else {
+            continue;
+        };
+        if last_purge.elapsed() >= PURGE_EVERY {
+            last_purge = Instant::now();
+            if let Err(err) = tokio::task::block_in_place(|| cluster.purge_datapath_flows()) {
+                tracing::warn!(error = %err, "datapath flow purge failed");
+            }
+        }
+        // a restart waits (bounded) for the bridge: off the async workers
+        match tokio::task::block_in_place(|| cluster.revive_nodes()) {
+            Ok(revived) if revived.is_empty() => continue,
+            Ok(revived) => tracing::warn!(nodes = ?revived, "ovs-vswitchd restarted"),
+            Err(err) => {
+                tracing::error!(error = %err, "restarting ovs-vswitchd failed");
+                continue;
+            }
+        }
+        let mut processes = cluster.processes();
+        processes.extend(running.controller.iter().map(|c| c.info(layout.dir())));
+        processes.extend(running.daemons.iter().map(|d| d.info(layout.dir())));
+        record.processes = processes;
+        if let Err(err) = record.save(&layout.record()) {
+            tracing::error!(error = %err, "the process record could not be saved");
+        }
+    }
 }
 
 async fn wait_for_signal() {
