@@ -72,6 +72,10 @@
 //!   ahead of the store waits up to 3 s, then ends with 504 "Too large
 //!   resource version"; a watcher that falls `watch_buffer` events behind is
 //!   closed (its client resumes).
+//! * A Service gets its ClusterIP on create, in the response, as kube-apiserver's
+//!   Service storage gives it: the lowest free address of the service range
+//!   (`10.96.0.0/12` unless [`store::State::set_service_range`]) from its tenth;
+//!   an address asked for must be in the range and free (422 naming it).
 //! * Not implemented: authentication/authorization, admission, protobuf
 //!   watch streams and protobuf for CRDs and custom resources,
 //!   the aggregated discovery format (kubectl falls back to the legacy

@@ -24,6 +24,7 @@ const TOOLS: &[&str] = &[
     "ip",
     "ping",
     "kubectl",
+    "python3",
     "/usr/lib/cni/portmap",
 ];
 
@@ -445,9 +446,68 @@ fn bad_input_names_the_offender() {
     );
 }
 
+/// Mbit/s of a transfer of `bytes` from pod `from` into pod `to` (at `to_ip`), both
+/// in namespace `tour`: a sink in `to` (python3, run through `kubectl exec` inside the
+/// pod's namespace) counts what arrives until the sender closes and prints the count
+/// and the seconds from its first byte.
+fn transfer_into(sb: &Sandbox, to: &str, from: &str, to_ip: &str, bytes: usize) -> f64 {
+    const SINK: &str = r#"
+import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5201))
+s.listen(1)
+c, _ = s.accept()
+n, t = 0, None
+while True:
+    b = c.recv(65536)
+    if not b:
+        break
+    t = t or time.time()
+    n += len(b)
+print(n, time.time() - t)
+"#;
+    let sink = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(sb.state().join("kubeconfig"))
+        .env("HOME", sb.dir.path())
+        .args(["-n", "tour", "exec", to, "--", "python3", "-c", SINK])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the sink");
+    let send = format!(
+        r#"
+import socket, time
+for _ in range(100):
+    try:
+        s = socket.create_connection(("{to_ip}", 5201), timeout=2)
+        break
+    except OSError:
+        time.sleep(0.1)
+s.sendall(b"x" * {bytes})
+s.close()
+"#
+    );
+    let out = sb.kubectl(&["-n", "tour", "exec", from, "--", "python3", "-c", &send]);
+    assert!(out.status.success(), "sender: {}", text(&out));
+    let sink = sink.wait_with_output().expect("the sink's output");
+    let line = String::from_utf8_lossy(&sink.stdout).trim().to_string();
+    let mut parts = line.split_whitespace();
+    let (Some(n), Some(secs)) = (parts.next(), parts.next()) else {
+        panic!("sink printed {line:?}: {}", text(&sink));
+    };
+    let n: f64 = n.parse().expect("a byte count");
+    let secs: f64 = secs.parse().expect("seconds");
+    assert_eq!(n as usize, bytes, "every byte arrived");
+    let mbps = n * 8.0 / secs / 1e6;
+    eprintln!("{from} -> {to}: {n} bytes in {secs:.2} s, {mbps:.2} Mbit/s");
+    mbps
+}
+
 /// The tour in `examples/sandbox`, the README's default: every feature it shows is
 /// there (static address and MAC, excludeIps, the IP pool, the namespace-bound and the
-/// private subnet, the rate limit's OVS rows, the Service balancing to the
+/// private subnet, the rate limit's OVS rows and a bounded transfer it paces, the Service balancing to the
 /// Deployment's pods), and the whole matrix (80, 81 x TCP, UDP) matches the policies.
 #[test]
 fn the_tour_in_examples_runs_every_feature() {
@@ -533,6 +593,13 @@ fn the_tour_in_examples_runs_every_feature() {
     )
     .unwrap();
     assert!(queues.contains("max-rate=10000000"), "Queue rows: {queues}");
+    // and the limit holds on real traffic: a bounded transfer into `limited`
+    let limited_ip = field(&tour_pods, "limited", &["status", "podIP"]);
+    let mbps = transfer_into(&sb, "limited", "web-static", &limited_ip, 3_000_000);
+    assert!(
+        mbps > 0.5 && mbps < 15.0,
+        "into a pod with ingress_rate 10 (Mbit/s): {mbps:.2} Mbit/s"
+    );
 
     // the Service's ClusterIP answers with a backend's name (the responder's)
     let svc = sb.kubectl(&[

@@ -9,6 +9,8 @@
 
 mod defaults;
 mod persist;
+mod service_ip;
+pub use service_ip::ServiceRange;
 pub mod watch;
 mod write;
 
@@ -97,6 +99,8 @@ pub struct State {
     watch_buffer: usize,
     /// Where committed changes are logged, when the state is persistent.
     journal: Option<persist::Journal>,
+    /// Where new Services' ClusterIPs come from.
+    service_range: ServiceRange,
 }
 
 impl State {
@@ -114,6 +118,7 @@ impl State {
             track_update_managers: true,
             watch_buffer: watch::DEFAULT_WATCH_BUFFER,
             journal: None,
+            service_range: ServiceRange::DEFAULT,
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});

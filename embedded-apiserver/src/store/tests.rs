@@ -455,3 +455,104 @@ fn update_manager_tracking_can_be_switched_off() {
         .unwrap();
     assert!(untracked["metadata"].get("managedFields").is_none());
 }
+
+fn svc(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec})
+}
+
+#[test]
+fn services_get_their_cluster_ip_on_create_as_kube_apiserver_gives_it() {
+    let mut s = State::new(100);
+    let rt = rt(&s, "", "v1", "services");
+    let port = json!([{"port": 80}]);
+    let a = s
+        .create(
+            &rt,
+            Some("default"),
+            svc("a", json!({"ports": port})),
+            &opts(),
+        )
+        .unwrap();
+    // in the create response itself: `kubectl apply` then `get` shows it at once
+    assert_eq!(a["spec"]["clusterIP"], "10.96.0.10");
+    assert_eq!(a["spec"]["clusterIPs"], json!(["10.96.0.10"]));
+    assert_eq!(a["spec"]["type"], "ClusterIP");
+    assert_eq!(a["spec"]["ipFamilies"], json!(["IPv4"]));
+    let b = s
+        .create(
+            &rt,
+            Some("default"),
+            svc("b", json!({"ports": port})),
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(b["spec"]["clusterIP"], "10.96.0.11");
+    // an address asked for: kept when free
+    let c = s
+        .create(
+            &rt,
+            Some("default"),
+            svc("c", json!({"clusterIP": "10.96.5.5", "ports": port})),
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(c["spec"]["clusterIP"], "10.96.5.5");
+    // headless and ExternalName Services get none
+    let headless = s
+        .create(
+            &rt,
+            Some("default"),
+            svc("h", json!({"clusterIP": "None", "ports": port})),
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
+    let external = s
+        .create(
+            &rt,
+            Some("default"),
+            svc(
+                "e",
+                json!({"type": "ExternalName", "externalName": "example.org"}),
+            ),
+            &opts(),
+        )
+        .unwrap();
+    assert!(external["spec"]["clusterIP"].is_null(), "{external}");
+    // bad addresses are refused naming the field and the address; nothing is stored
+    let rv = s.resource_version;
+    for (name, ip, why) in [
+        ("taken", "10.96.0.10", "provided IP is already allocated"),
+        ("outside", "192.168.0.1", "not in the valid range"),
+        ("garbage", "10.96.0.x", "must be a valid IP address"),
+    ] {
+        let err = s
+            .create(
+                &rt,
+                Some("default"),
+                svc(name, json!({"clusterIP": ip, "ports": port})),
+                &opts(),
+            )
+            .unwrap_err();
+        assert_eq!(err.reason, Reason::Invalid, "{name}");
+        assert!(
+            err.message.contains("spec.clusterIPs") && err.message.contains(ip),
+            "{name}: {}",
+            err.message
+        );
+        assert!(err.message.contains(why), "{name}: {}", err.message);
+    }
+    assert_eq!(s.resource_version, rv, "refused creates stored nothing");
+    // a freed address is given again
+    s.delete(&rt, Some("default"), "a", &DeleteOptions::default())
+        .unwrap();
+    let d = s
+        .create(
+            &rt,
+            Some("default"),
+            svc("d", json!({"ports": port})),
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(d["spec"]["clusterIP"], "10.96.0.10");
+}

@@ -175,6 +175,9 @@ impl State {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
         prepare_new(rt, &mut body, &name)?;
+        if rt.group.is_empty() && rt.plural == "services" {
+            self.allocate_cluster_ip(&name, &mut body)?;
+        }
         let api_version = rt.api_version();
         let time = now_rfc3339();
         if self.track_update_managers {

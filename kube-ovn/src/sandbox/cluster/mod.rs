@@ -7,7 +7,7 @@
 //! API server, `kube-ovn-controller`, one `kube-ovn-daemon` per node (which also keeps
 //! its node's host side: `ovn0` on the join network, routes, natOutgoing), and, as
 //! tasks of its own, the node agents, the scheduler, the workload and EndpointSlice
-//! controllers and a ClusterIP allocator. It records every pid in the state directory
+//! controllers (the embedded API server gives Services their ClusterIPs). It records every pid in the state directory
 //! ([`SandboxRecord`]) and writes `sandbox.json` for `kubectl ko`. On SIGTERM it stops
 //! them all.
 //!
@@ -23,7 +23,6 @@ mod layout;
 mod probe;
 mod process;
 mod record;
-mod service_ips;
 mod status;
 mod supervisor;
 mod up;

@@ -337,10 +337,6 @@ async fn start(
     running
         .tasks
         .push(tokio::spawn(run_controllers(client.clone(), RESYNC)));
-    running.tasks.push(tokio::spawn(super::service_ips::run(
-        client.clone(),
-        RESYNC,
-    )));
     wait_default_subnet(&client, running.controller.as_mut().expect("set above")).await?;
     SandboxState {
         nb_remote: nb,
