@@ -83,21 +83,9 @@ impl State {
         }
         let range = self.service_range;
         let used = self.cluster_ips_in_use();
-        let ip = if asked.is_empty() {
-            let first = range.base + 10;
-            let last = range.base + range.size() - 2;
-            (first..=last)
-                .map(Ipv4Addr::from)
-                .find(|ip| !used.contains(ip))
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        "Service",
-                        name,
-                        "spec.clusterIPs",
-                        format!("failed to allocate a serviceIP: range is full ({range})"),
-                    )
-                })?
-        } else {
+        if !asked.is_empty() {
+            // what was asked is kept (a dual-stack Service's `clusterIPs` too); IPv4
+            // addresses are checked against the (IPv4) service range, others kept
             let invalid = |why: String| {
                 ApiError::invalid(
                     "Service",
@@ -106,21 +94,42 @@ impl State {
                     format!("Invalid value: [\"{asked}\"]: {why}"),
                 )
             };
-            let ip: Ipv4Addr = asked
-                .parse()
-                .map_err(|_| invalid("must be a valid IP address".into()))?;
-            if !range.contains(ip) {
-                return Err(invalid(format!(
-                    "failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. The range of valid IPs is {range}"
-                )));
+            match asked.parse::<std::net::IpAddr>() {
+                Err(_) => return Err(invalid("must be a valid IP address".into())),
+                Ok(std::net::IpAddr::V4(ip)) if !range.contains(ip) => {
+                    return Err(invalid(format!(
+                        "failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. The range of valid IPs is {range}"
+                    )))
+                }
+                Ok(std::net::IpAddr::V4(ip)) if used.contains(&ip) => {
+                    return Err(invalid(format!(
+                        "failed to allocate IP {ip}: provided IP is already allocated"
+                    )))
+                }
+                Ok(_) => {}
             }
-            if used.contains(&ip) {
-                return Err(invalid(format!(
-                    "failed to allocate IP {ip}: provided IP is already allocated"
-                )));
+            spec["clusterIP"] = json!(asked);
+            if spec["clusterIPs"].as_array().is_none_or(Vec::is_empty) {
+                spec["clusterIPs"] = json!([asked]);
             }
-            ip
-        };
+            if spec["type"].is_null() {
+                spec["type"] = json!("ClusterIP");
+            }
+            return Ok(());
+        }
+        let first = range.base + 10;
+        let last = range.base + range.size() - 2;
+        let ip = (first..=last)
+            .map(Ipv4Addr::from)
+            .find(|ip| !used.contains(ip))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "Service",
+                    name,
+                    "spec.clusterIPs",
+                    format!("failed to allocate a serviceIP: range is full ({range})"),
+                )
+            })?;
         spec["clusterIP"] = json!(ip.to_string());
         spec["clusterIPs"] = json!([ip.to_string()]);
         if spec["ipFamilies"].is_null() {
