@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Node;
-use ovn_nb::{Acl, PortGroup};
-use ovn_nb::{AclAction, AclDirection, AclSpec, AclTarget, LogicalSwitchPort, NbError, NbTxn};
+use ovn_nb::PortGroup;
+use ovn_nb::{AclAction, AclDirection, AclSpec, LogicalSwitchPort, NbError, NbTxn};
 
 use super::names::{Family, NODE_ALLOW_PRIORITY, NP_KEY, PARENT_KEY};
 use super::selection::Snapshot;
@@ -173,51 +173,8 @@ pub fn write_node_acls(
         }
     }
     for (pg, node) in wanted {
-        let Some(row) = store.by_name::<PortGroup>(&pg)?.into_iter().next() else {
-            continue; // written by write_node_groups, not in the replica yet
-        };
-        let mut current: Vec<(ovsdb::typed::RowId<Acl>, Acl)> = Vec::new();
-        for id in &row.acls {
-            if let Some(acl) = store.get(*id)? {
-                current.push((*id, acl));
-            }
-        }
-        let target = AclTarget::PortGroup(pg.clone());
-        let wanted_acls = node_acls(node, families);
-        let key = |d: &AclDirection, p: i64, m: &str| (d.to_string(), p, m.to_string());
-        let mut present = BTreeSet::new();
-        for (id, acl) in current {
-            let k = key(&acl.direction, acl.priority, &acl.r#match);
-            match wanted_acls
-                .iter()
-                .find(|w| key(&w.direction, w.priority, &w.r#match) == k)
-            {
-                Some(want) => {
-                    if acl.action != want.action {
-                        txn.set(id, Acl::ACTION, want.action.clone());
-                    }
-                    if acl.options != want.options {
-                        txn.set(id, Acl::OPTIONS, want.options.clone());
-                    }
-                    if acl.external_ids != want.external_ids {
-                        txn.set(id, Acl::EXTERNAL_IDS, want.external_ids.clone());
-                    }
-                    present.insert(k);
-                }
-                None => {
-                    txn.acl_del(
-                        &target,
-                        Some(acl.direction.clone()),
-                        Some((acl.priority, &acl.r#match)),
-                    )?;
-                }
-            }
-        }
-        for want in wanted_acls {
-            if !present.contains(&key(&want.direction, want.priority, &want.r#match)) {
-                txn.acl_add(&target, want)?;
-            }
-        }
+        // a group written by write_node_groups and not in the replica yet waits
+        super::rows::write_group_acls(txn, &pg, &node_acls(node, families))?;
     }
     Ok(())
 }

@@ -82,17 +82,27 @@ fn acl_id(direction: &AclDirection, priority: i64, r#match: &str) -> AclId {
     (direction.to_string(), priority, r#match.to_string())
 }
 
-/// Makes the port group's ACLs the rendered ones: removes the unwanted, adds the
-/// missing, and corrects the action, name and options of the rest in place.
-fn write_acls(
+/// Makes the ACLs of port group `pg` exactly `wanted`: removes the unwanted, adds the
+/// missing, and corrects the action, name, options and external ids of the rest in
+/// place. A group not in the replica yet is left for the next pass. Shared by the
+/// policies' groups and the nodes' groups ([`super::node_access`]).
+pub(super) fn write_group_acls<'w>(
     txn: &mut NbTxn<'_>,
     pg: &str,
-    current: Vec<Stored<Acl>>,
-    rendered: &RenderedAcls,
+    wanted: impl IntoIterator<Item = &'w AclSpec>,
 ) -> Result<(), NbError> {
-    let wanted: BTreeMap<AclId, &AclSpec> = rendered
-        .acls
-        .values()
+    let store = txn.store();
+    let Some(row) = store.by_name::<PortGroup>(pg)?.into_iter().next() else {
+        return Ok(());
+    };
+    let mut current = Vec::new();
+    for id in &row.acls {
+        if let Some(acl) = store.get(*id)? {
+            current.push(Stored { id: *id, row: acl });
+        }
+    }
+    let wanted: BTreeMap<AclId, &AclSpec> = wanted
+        .into_iter()
         .map(|a| (acl_id(&a.direction, a.priority, &a.r#match), a))
         .collect();
     let target = AclTarget::PortGroup(pg.to_string());
@@ -205,17 +215,7 @@ pub fn write_policy_acls(
     rendered: &RenderedAcls,
 ) -> Result<(), NbError> {
     let pg = names::port_group(&policy.namespace, &policy.name);
-    let store = txn.store();
-    let Some(row) = store.by_name::<PortGroup>(&pg)?.into_iter().next() else {
-        return Ok(());
-    };
-    let mut current = Vec::new();
-    for id in &row.acls {
-        if let Some(acl) = store.get(*id)? {
-            current.push(Stored { id: *id, row: acl });
-        }
-    }
-    write_acls(txn, &pg, current, rendered)
+    write_group_acls(txn, &pg, rendered.acls.values())
 }
 
 /// The names of the address sets each policy (`<ns>/<name>`) owns, from one scan.
