@@ -295,6 +295,10 @@ pub async fn run(pods: usize, namespaces: usize) -> RestartReport {
             "default subnets checked",
             controller.first_log(&["default subnets present"]),
         ),
+        (
+            "caches filled (one list per kind)",
+            controller.first_log(&["caches filled"]),
+        ),
         ("IPAM rebuilt", controller.first_log(&["IPAM rebuilt"])),
         (
             "start-up GC done, reconcilers started",

@@ -9,13 +9,19 @@
 use std::sync::Arc;
 
 use ipam::Ipam;
+use kube::api::{Api, ListParams};
 use kube::Client;
+use serde::de::DeserializeOwned;
+
+use super::cache::{cached, Cached, Caches};
+use super::pod::status::UsageQueue;
 use ovn_nb::NbClient;
 use ovn_sb::SbClient;
 
 use crate::config::ControllerConfig;
 
 /// What the reconcilers share.
+#[derive(Clone)]
 pub struct Context {
     /// The Kubernetes API.
     pub client: Client,
@@ -28,6 +34,12 @@ pub struct Context {
     pub config: Arc<ControllerConfig>,
     /// The address allocator, shared by the subnet, pod, node and IP pool reconcilers.
     pub ipam: Arc<Ipam>,
+    /// The reflector caches, once [`run`](super::run()) has filled them; without
+    /// them every read goes to the API server.
+    pub caches: Option<Caches>,
+    /// Where the Pod reconciler sends its subnets' usage figures to be written
+    /// together; without it each allocation writes them itself.
+    pub usage: Option<UsageQueue>,
 }
 
 impl Context {
@@ -39,7 +51,78 @@ impl Context {
             sb: None,
             config,
             ipam: Arc::new(Ipam::new()),
+            caches: None,
+            usage: None,
         }
+    }
+
+    /// The same context coalescing usage writes through `usage`.
+    #[must_use]
+    pub fn with_usage_queue(mut self, usage: UsageQueue) -> Context {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Has `subnet`'s usage figures written: queued when there is a queue (`false`),
+    /// else at once (whether they changed).
+    pub async fn write_usage(&self, subnet: &str) -> Result<bool, kube::Error> {
+        if let Some(queue) = &self.usage {
+            queue.mark(subnet);
+            return Ok(false);
+        }
+        let api = Api::<crate::crd::Subnet>::all(self.client.clone());
+        super::pod::status::write_usage(&api, &self.ipam, subnet, self.caches.as_ref()).await
+    }
+
+    /// The same context reading through `caches`.
+    #[must_use]
+    pub fn with_caches(mut self, caches: Caches) -> Context {
+        self.caches = Some(caches);
+        self
+    }
+
+    /// The cluster-scoped `name` of kind `K`: from the cache when it holds it, else
+    /// from the API server (a cache may not have seen an object created a moment ago).
+    pub async fn get_cluster<K>(&self, name: &str) -> Result<Option<Arc<K>>, kube::Error>
+    where
+        K: Cached + DeserializeOwned + std::fmt::Debug,
+    {
+        if let Some(found) = self
+            .caches
+            .as_ref()
+            .and_then(|c| cached::<K>(c, None, name))
+        {
+            return Ok(Some(found));
+        }
+        Ok(Api::<K>::all(self.client.clone())
+            .get_opt(name)
+            .await?
+            .map(Arc::new))
+    }
+
+    /// Every `K`: the cache's view when there is one, else a list from the API server.
+    pub async fn list_all<K>(&self) -> Result<Vec<Arc<K>>, kube::Error>
+    where
+        K: Cached + DeserializeOwned + std::fmt::Debug,
+    {
+        if let Some(caches) = &self.caches {
+            return Ok(K::store(caches).state());
+        }
+        Ok(Api::<K>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(Arc::new)
+            .collect())
+    }
+
+    /// The IP object `name` as the cache holds it: `Some(None)` when the cache is
+    /// filled and has none (it may be a moment behind: a create that finds one
+    /// answers 409), `None` without a cache.
+    pub fn cached_ip(&self, name: &str) -> Option<Option<Arc<crate::crd::IP>>> {
+        let caches = self.caches.as_ref()?;
+        Some(cached(caches, None, name))
     }
 
     /// The same context with a southbound client.
@@ -57,6 +140,7 @@ impl std::fmt::Debug for Context {
             .field("nb", &self.nb)
             .field("sb", &self.sb.is_some())
             .field("config", &self.config)
+            .field("caches", &self.caches)
             .finish_non_exhaustive()
     }
 }

@@ -20,11 +20,12 @@ use std::sync::Arc;
 
 use ipam::Owner;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{Api, DeleteParams};
 use kube::{Client, ResourceExt};
 use ovn_nb::{LogicalRouter, LogicalRouterPolicy, LogicalRouterStaticRoute, LogicalSwitchPort};
 use ovn_nb::{NbError, Table};
 
+use super::cache::Cached;
 use super::ipam_rebuild::{ip_object_owner, pod_holds_addresses};
 use super::owners::{
     node_of_port_name, node_owner, pod_key, pod_owner, provider_of_port_name, EXTERNAL_ID_LS,
@@ -147,29 +148,27 @@ struct Owners {
     subnets: BTreeSet<String>,
 }
 
-async fn list<K>(client: &Client, what: &'static str) -> Result<Vec<K>, GcError>
+async fn list<K>(ctx: &Context, what: &'static str) -> Result<Vec<Arc<K>>, GcError>
 where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: Cached + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    Api::<K>::all(client.clone())
-        .list(&ListParams::default())
+    ctx.list_all::<K>()
         .await
-        .map(|l| l.items)
         .map_err(|source| GcError::List { what, source })
 }
 
-async fn list_owners(client: &Client) -> Result<Owners, GcError> {
-    let pods: Vec<Pod> = list(client, "pods").await?;
-    let nodes: Vec<Node> = list(client, "nodes").await?;
-    let subnets: Vec<Subnet> = list(client, "subnets").await?;
+async fn list_owners(ctx: &Context) -> Result<Owners, GcError> {
+    let pods = list::<Pod>(ctx, "pods").await?;
+    let nodes = list::<Node>(ctx, "nodes").await?;
+    let subnets = list::<Subnet>(ctx, "subnets").await?;
     Ok(Owners {
         pods: pods
             .iter()
             .filter(|p| pod_holds_addresses(p))
             .map(|p| pod_key(&p.namespace().unwrap_or_default(), &p.name_any()))
             .collect(),
-        nodes: nodes.iter().map(ResourceExt::name_any).collect(),
-        subnets: subnets.iter().map(ResourceExt::name_any).collect(),
+        nodes: nodes.iter().map(|n| n.name_any()).collect(),
+        subnets: subnets.iter().map(|s| s.name_any()).collect(),
     })
 }
 
@@ -178,8 +177,8 @@ pub async fn collect_garbage(ctx: &Context) -> Result<GcReport, GcError> {
     // NB first, then the API: see the module docs for why the order matters
     let ports = nb_ports(ctx)?;
     let router_entries = router_entries(ctx)?;
-    let ips: Vec<IP> = list(&ctx.client, "ips").await?;
-    let owners = list_owners(&ctx.client).await?;
+    let ips = list::<IP>(ctx, "ips").await?;
+    let owners = list_owners(ctx).await?;
     let mut report = GcReport::default();
     let join = ctx.config.node_switch.name.clone();
     let mut release: Vec<(String, Owner)> = Vec::new();

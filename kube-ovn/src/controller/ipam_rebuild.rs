@@ -17,14 +17,16 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use ipam::{ExistingAllocation, Mac, Owner, PoolSpec, RebuildProblem};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{json, Map, Value};
 
+use super::cache::Cached;
 use super::events::{self, EventKind};
 use super::owners::{
     node_of_port_name, node_owner, pod_owner, provider_of_port_name, OVN_PROVIDER,
@@ -129,14 +131,12 @@ impl Claim {
     }
 }
 
-async fn list<K>(client: &Client, what: &'static str) -> Result<Vec<K>, RebuildError>
+async fn list<K>(ctx: &Context, what: &'static str) -> Result<Vec<Arc<K>>, RebuildError>
 where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: Cached + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    Api::<K>::all(client.clone())
-        .list(&ListParams::default())
+    ctx.list_all::<K>()
         .await
-        .map(|l| l.items)
         .map_err(|source| RebuildError::List { what, source })
 }
 
@@ -144,11 +144,15 @@ where
 pub async fn rebuild_ipam(ctx: &Context) -> Result<RebuildSummary, RebuildError> {
     let started = std::time::Instant::now();
     let client = &ctx.client;
-    let subnets: Vec<Subnet> = list(client, "subnets").await?;
-    let pools: Vec<IPPool> = list(client, "ippools").await?;
-    let ips: Vec<IP> = list(client, "ips").await?;
-    let pods: Vec<Pod> = list(client, "pods").await?;
-    let nodes: Vec<Node> = list(client, "nodes").await?;
+    let subnets: Vec<Subnet> = list::<Subnet>(ctx, "subnets")
+        .await?
+        .iter()
+        .map(|s| Subnet::clone(s))
+        .collect();
+    let pools = list::<IPPool>(ctx, "ippools").await?;
+    let ips = list::<IP>(ctx, "ips").await?;
+    let pods = list::<Pod>(ctx, "pods").await?;
+    let nodes = list::<Node>(ctx, "nodes").await?;
     let mut summary = RebuildSummary {
         subnets: register_subnets(ctx, &subnets),
         pools: register_pools(ctx, &pools),
@@ -200,7 +204,7 @@ fn register_subnets(ctx: &Context, subnets: &[Subnet]) -> usize {
 
 /// Registers every IPPool the IPAM accepts; how many. A refused one is left to the
 /// IPPool reconciler, which reports it in the pool's conditions.
-fn register_pools(ctx: &Context, pools: &[IPPool]) -> usize {
+fn register_pools(ctx: &Context, pools: &[Arc<IPPool>]) -> usize {
     let mut count = 0;
     for pool in pools {
         if pool.metadata.deletion_timestamp.is_some() {
@@ -242,7 +246,7 @@ pub(crate) fn pod_holds_addresses(pod: &Pod) -> bool {
 }
 
 /// The allocated NICs of every pod that holds addresses.
-fn pod_claims(pods: &[Pod]) -> Vec<Claim> {
+fn pod_claims(pods: &[Arc<Pod>]) -> Vec<Claim> {
     let mut claims = Vec::new();
     for pod in pods.iter().filter(|p| pod_holds_addresses(p)) {
         let map = annotation_map(&pod.metadata);
@@ -277,7 +281,7 @@ fn pod_claims(pods: &[Pod]) -> Vec<Claim> {
 }
 
 /// The join address of every node that has one.
-fn node_claims(nodes: &[Node], join_switch: &str) -> Vec<Claim> {
+fn node_claims(nodes: &[Arc<Node>], join_switch: &str) -> Vec<Claim> {
     let mut claims = Vec::new();
     for node in nodes {
         let (ann, _) = NodeAnnotations::parse_lenient(&annotation_map(&node.metadata));
@@ -332,7 +336,7 @@ fn ip_object_addresses(ip: &IP) -> Vec<IpAddr> {
 
 /// Adds the IP objects whose owner has no live claim (an owner's live annotations win
 /// over its IP object).
-fn merge_ip_objects(claims: Vec<Claim>, ips: &[IP]) -> Vec<Claim> {
+fn merge_ip_objects(claims: Vec<Claim>, ips: &[Arc<IP>]) -> Vec<Claim> {
     let mut by_owner: BTreeMap<Owner, Claim> = BTreeMap::new();
     for claim in claims {
         by_owner.entry(claim.entry.owner.clone()).or_insert(claim);
@@ -429,9 +433,9 @@ fn load(ctx: &Context, claims: Vec<Claim>, summary: &mut RebuildSummary) -> Vec<
 /// The Event (and, for a pod NIC, the cleared `allocated` mark) of a conflict's loser.
 async fn report_conflict(
     client: &Client,
-    pods: &[Pod],
-    nodes: &[Node],
-    ips: &[IP],
+    pods: &[Arc<Pod>],
+    nodes: &[Arc<Node>],
+    ips: &[Arc<IP>],
     conflict: &Conflict,
     claim: &Claim,
 ) {
@@ -451,7 +455,7 @@ async fn report_conflict(
             if let Some(pod) = found {
                 events::record(
                     client,
-                    pod,
+                    pod.as_ref(),
                     EventKind::Warning,
                     REASON_ADDRESS_CONFLICT,
                     &message,
@@ -464,7 +468,7 @@ async fn report_conflict(
             if let Some(node) = nodes.iter().find(|n| n.name_any() == *name) {
                 events::record(
                     client,
-                    node,
+                    node.as_ref(),
                     EventKind::Warning,
                     REASON_ADDRESS_CONFLICT,
                     &message,
@@ -476,7 +480,7 @@ async fn report_conflict(
             if let Some(ip) = ips.iter().find(|i| i.name_any() == *name) {
                 events::record(
                     client,
-                    ip,
+                    ip.as_ref(),
                     EventKind::Warning,
                     REASON_ADDRESS_CONFLICT,
                     &message,

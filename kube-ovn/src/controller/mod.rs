@@ -4,6 +4,7 @@
 //! The Subnet and Pod reconcilers exist so far; nodes and IP pools come next.
 
 pub mod bootstrap;
+pub mod cache;
 pub mod context;
 pub mod defaults;
 pub mod network_policy;

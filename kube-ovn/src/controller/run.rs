@@ -7,7 +7,11 @@
 
 use std::sync::Arc;
 
+use kube::api::Api;
+
+use super::cache::{CacheFeeds, Caches, PodEvents, PolicyTriggers};
 use super::defaults::ensure_default_subnets;
+use super::pod::status::UsageQueue;
 use super::{gc, ipam_rebuild, ippool, network_policy, node, pod, service, subnet, Context};
 
 /// Why the controller stopped.
@@ -42,28 +46,72 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
             source,
         })?;
     tracing::info!(?created, "default subnets present");
-    // no address is handed out before the IPAM knows every address already given out
-    ipam_rebuild::rebuild_ipam(&ctx).await?;
-    // then ports and IP objects of pods deleted while no controller ran go, and their
-    // addresses with them (Kube-OVN #4304); a failure leaves them held, not reused
-    if let Err(err) = gc::collect_garbage(&ctx).await {
-        tracing::warn!(error = %err, "start-up garbage collection failed; the periodic one retries");
+    // one list per kind, read by the rebuild, the garbage collector and the reconcilers
+    let (
+        caches,
+        CacheFeeds {
+            pod_events,
+            policy_triggers,
+            watches,
+        },
+    ) = Caches::start(&ctx.client);
+    let (usage, usage_writer) = UsageQueue::new();
+    let ctx = Arc::new(
+        Context::clone(&ctx)
+            .with_caches(caches.clone())
+            .with_usage_queue(usage),
+    );
+    let usage_writer = usage_writer.run(
+        Api::all(ctx.client.clone()),
+        ctx.ipam.clone(),
+        Some(caches.clone()),
+    );
+    let work = async move {
+        let started = std::time::Instant::now();
+        caches.wait_until_ready().await;
+        tracing::info!(
+            seconds = started.elapsed().as_secs_f64(),
+            ?caches,
+            "caches filled"
+        );
+        // no address is handed out before the IPAM knows every address already given out
+        ipam_rebuild::rebuild_ipam(&ctx).await?;
+        // then ports and IP objects of pods deleted while no controller ran go, and their
+        // addresses with them (Kube-OVN #4304); a failure leaves them held, not reused
+        if let Err(err) = gc::collect_garbage(&ctx).await {
+            tracing::warn!(error = %err, "start-up garbage collection failed; the periodic one retries");
+        }
+        run_reconcilers_with(ctx, Some(pod_events), Some(policy_triggers)).await;
+        Ok(())
+    };
+    tokio::select! {
+        result = work => result,
+        () = watches.drive() => Ok(()),
+        () = usage_writer => Ok(()),
     }
-    run_reconcilers(ctx).await;
-    Ok(())
 }
 
 /// Every reconciler, side by side; returns when all have stopped.
 pub async fn run_reconcilers(ctx: Arc<Context>) {
+    run_reconcilers_with(ctx, None, None).await;
+}
+
+/// [`run_reconcilers`], the Pod and NetworkPolicy reconcilers woken by the caches'
+/// watches when given, else by their own.
+async fn run_reconcilers_with(
+    ctx: Arc<Context>,
+    pod_events: Option<PodEvents>,
+    policy_triggers: Option<PolicyTriggers>,
+) {
     let network_policies = async {
         if ctx.config.enable_np {
-            network_policy::run(ctx.clone()).await;
+            network_policy::run(ctx.clone(), policy_triggers).await;
         }
     };
     futures::join!(
         subnet::run(ctx.clone()),
         node::run(ctx.clone()),
-        pod::run(ctx.clone()),
+        pod::run(ctx.clone(), pod_events),
         ippool::run(ctx.clone()),
         gc::run(ctx.clone()),
         service::run_if_enabled(ctx.clone()),

@@ -88,7 +88,6 @@ pub async fn sync<'a>(
     nodes: impl IntoIterator<Item = &'a Node>,
     families: &[Family],
 ) -> Result<PassReport, NpError> {
-    let snapshot = Snapshot::new(pods, namespaces);
     let nodes: Vec<NodeView> = nodes.into_iter().filter_map(NodeView::of).collect();
     let mut report = PassReport::default();
     let mut valid: Vec<ValidPolicy> = Vec::new();
@@ -119,6 +118,16 @@ pub async fn sync<'a>(
     }
     write_node_groups(&mut txn, &nodes, !valid.is_empty()).map_err(nb_err("policy"))?;
     report.policy_ops = commit(nb, txn, "policy").await?;
+    if valid.is_empty() {
+        // nothing selects pods: no members to compute (the node groups went above),
+        // which spares a pass over every pod on each burst of pod events
+        let mut txn = nb.txn();
+        remove_stale(&mut txn, &keep).map_err(nb_err("policy"))?;
+        write_node_acls(&mut txn, &nodes, families, false).map_err(nb_err("policy"))?;
+        report.policy_ops += commit(nb, txn, "policy").await?;
+        return Ok(report);
+    }
+    let snapshot = Snapshot::new(pods, namespaces);
     let mut txn = nb.txn();
     for policy in &valid {
         write_members(&mut txn, policy, &snapshot, families).map_err(nb_err("membership"))?;
@@ -137,7 +146,7 @@ pub async fn sync<'a>(
         remove_unwanted_sets(&mut txn, policy, families, &owned).map_err(nb_err("policy"))?;
     }
     remove_stale(&mut txn, &keep).map_err(nb_err("policy"))?;
-    write_node_acls(&mut txn, &nodes, families, !valid.is_empty()).map_err(nb_err("policy"))?;
+    write_node_acls(&mut txn, &nodes, families, true).map_err(nb_err("policy"))?;
     report.policy_ops += commit(nb, txn, "policy").await?;
     Ok(report)
 }

@@ -18,6 +18,7 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::Resource;
 
 use super::reconcile::{families_of, sync};
+use crate::controller::cache::PolicyTriggers;
 use crate::controller::Context;
 
 /// The least time from the end of one pass to the start of the next: under a stream
@@ -42,9 +43,11 @@ where
 }
 
 /// Keeps NB in line with the cluster's NetworkPolicies until the process is signalled.
-pub async fn run(ctx: Arc<Context>) {
+/// With `triggers` (and `ctx.caches`), pods, namespaces and nodes are read from the
+/// controller's caches and woken by their changes; else this watches them itself.
+pub async fn run(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
     tokio::select! {
-        () = follow(ctx) => {}
+        () = follow(ctx, triggers) => {}
         () = signalled() => {}
     }
 }
@@ -65,17 +68,43 @@ async fn signalled() {
     }
 }
 
-async fn follow(ctx: Arc<Context>) {
+type Wakes = futures::stream::BoxStream<'static, ()>;
+
+/// The pod, namespace and node stores and what wakes a pass when they change.
+fn cluster_stores(
+    ctx: &Context,
+    triggers: Option<PolicyTriggers>,
+) -> (Store<Pod>, Store<Namespace>, Store<Node>, [Wakes; 3]) {
+    if let (Some(caches), Some(t)) = (&ctx.caches, triggers) {
+        return (
+            caches.pods.clone(),
+            caches.namespaces.clone(),
+            caches.nodes.clone(),
+            // one trigger for the three kinds: the other two never wake
+            [
+                t.wakes().boxed(),
+                futures::stream::pending().boxed(),
+                futures::stream::pending().boxed(),
+            ],
+        );
+    }
     let (pods, pod_events) = reflect(Api::<Pod>::all(ctx.client.clone()));
     let (namespaces, ns_events) = reflect(Api::<Namespace>::all(ctx.client.clone()));
-    let (policies, np_events) = reflect(Api::<NetworkPolicy>::all(ctx.client.clone()));
     let (nodes, node_events) = reflect(Api::<Node>::all(ctx.client.clone()));
-    let mut events = futures::stream::select_all([
-        pod_events.boxed(),
-        ns_events.boxed(),
-        np_events.boxed(),
-        node_events.boxed(),
-    ]);
+    (
+        pods,
+        namespaces,
+        nodes,
+        [pod_events.boxed(), ns_events.boxed(), node_events.boxed()],
+    )
+}
+
+async fn follow(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
+    let (pods, namespaces, nodes, [pod_events, ns_events, node_events]) =
+        cluster_stores(&ctx, triggers);
+    let (policies, np_events) = reflect(Api::<NetworkPolicy>::all(ctx.client.clone()));
+    let mut events =
+        futures::stream::select_all([pod_events, ns_events, np_events.boxed(), node_events]);
     let families = families_of(&ctx.config.default_subnet.cidr);
     let mut rested = tokio::time::Instant::now();
     while events.next().await.is_some() {

@@ -8,10 +8,10 @@ use kube::api::Api;
 
 use super::port::delete_port;
 use super::reconcile::{api_err, is_host_network, pod_key, PodError};
-use super::{ip_object, statefulset, status};
+use super::{ip_object, statefulset};
 use crate::controller::owners::{pod_owner, pod_port_name, OVN_PROVIDER};
 use crate::controller::Context;
-use crate::crd::{Subnet, IP};
+use crate::crd::IP;
 
 /// What a cleanup did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,9 +70,8 @@ pub async fn cleanup(ctx: &Context, pod: &Pod) -> Result<CleanupReport, PodError
             report.released.push(subnet);
         }
     }
-    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
     for subnet in &report.released {
-        status::write_usage(&subnets, &ctx.ipam, subnet)
+        ctx.write_usage(subnet)
             .await
             .map_err(api_err(pod, "writing its subnet's usage"))?;
     }

@@ -6,6 +6,7 @@
 //! is no IP reconciler here yet, so none is set (the pod's own finalizer covers release).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ipam::Allocation;
 use kube::api::{Api, ObjectMeta, PostParams};
@@ -67,10 +68,27 @@ fn matches(stored: &IP, wanted: &IP) -> bool {
     stored.spec == wanted.spec && wanted_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
-/// Creates or updates the IP object; whether it wrote.
-pub async fn ensure_ip(api: &Api<IP>, wanted: &IP) -> Result<bool, kube::Error> {
+/// Creates or updates the IP object; whether it wrote. `cached` is what the
+/// controller's cache holds under its name (`Some(None)`: the cache has none), `None`
+/// without a cache: then the API server is asked first. A cache that is a moment
+/// behind costs a refused create (409), after which the API server is asked.
+pub async fn ensure_ip(
+    api: &Api<IP>,
+    wanted: &IP,
+    cached: Option<Option<Arc<IP>>>,
+) -> Result<bool, kube::Error> {
     let name = wanted.metadata.name.clone().unwrap_or_default();
-    let Some(stored) = api.get_opt(&name).await? else {
+    let stored = match cached {
+        Some(Some(ip)) if matches(&ip, wanted) => return Ok(false),
+        Some(None) => match api.create(&PostParams::default(), wanted).await {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => api.get_opt(&name).await?,
+            Err(err) => return Err(err),
+        },
+        // no cache, or a cached object that differs: compare with the server's own
+        Some(Some(_)) | None => api.get_opt(&name).await?,
+    };
+    let Some(stored) = stored else {
         api.create(&PostParams::default(), wanted).await?;
         return Ok(true);
     };

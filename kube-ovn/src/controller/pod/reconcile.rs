@@ -4,12 +4,13 @@
 //! usage figures current. Deletion goes through the finalizer [`FINALIZER`], so a pod
 //! deleted while the controller was down still gives its address back.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use ipam::{AllocError, Allocation};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{finalizer, Event};
 use ovn_nb::NbError;
@@ -21,7 +22,7 @@ use super::delete::cleanup;
 pub use super::delete::CleanupReport;
 use super::events::{self, ACQUIRE_ADDRESS_FAILED, VALIDATE_FAILED};
 use super::port::{delete_port, desired_port, write_port, PortSpec};
-use super::{conflict, ip_object, statefulset, status};
+use super::{conflict, ip_object, statefulset};
 use crate::annotations::{AnnotationMap, NamespaceAnnotations, PodNetwork, Provider};
 use crate::controller::owners::{pod_owner, pod_port_name, OVN_PROVIDER};
 use crate::controller::subnet::{validate, ValidSubnet};
@@ -185,17 +186,21 @@ async fn choice_inputs(
     pod: &Pod,
 ) -> Result<(NamespaceAnnotations, Vec<IPPool>), PodError> {
     let ns_name = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let ns = Api::<Namespace>::all(ctx.client.clone())
-        .get_opt(ns_name)
+    let ns = ctx
+        .get_cluster::<Namespace>(ns_name)
         .await
         .map_err(api_err(pod, "reading its namespace"))?;
-    let map: AnnotationMap = ns.and_then(|n| n.metadata.annotations).unwrap_or_default();
+    let map: AnnotationMap = ns
+        .and_then(|n| n.metadata.annotations.clone())
+        .unwrap_or_default();
     let (ns_annotations, _) = NamespaceAnnotations::parse_lenient(&map);
-    let pools = Api::<IPPool>::all(ctx.client.clone())
-        .list(&ListParams::default())
+    let pools: Vec<IPPool> = ctx
+        .list_all::<IPPool>()
         .await
         .map_err(api_err(pod, "listing IPPools"))?
-        .items;
+        .iter()
+        .map(|p| IPPool::clone(p))
+        .collect();
     Ok((ns_annotations, pools))
 }
 
@@ -297,9 +302,8 @@ async fn subnet_of(
     pod: &Pod,
     choice: &SubnetChoice,
 ) -> Result<Result<ValidSubnet, PodOutcome>, PodError> {
-    let subnets: Api<Subnet> = Api::all(ctx.client.clone());
-    let Some(subnet) = subnets
-        .get_opt(&choice.subnet)
+    let Some(subnet) = ctx
+        .get_cluster::<Subnet>(&choice.subnet)
         .await
         .map_err(api_err(pod, "reading its subnet"))?
     else {
@@ -309,13 +313,42 @@ async fn subnet_of(
         );
         return Ok(Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await));
     };
-    Ok(match validate(&subnet, &[], &ctx.config.cluster_router) {
+    Ok(match valid_subnet(&subnet, &ctx.config.cluster_router) {
         Ok(v) => Ok(v),
         Err(e) => {
             let msg = format!("subnet {} is invalid: {e}", choice.subnet);
             Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await)
         }
     })
+}
+
+/// [`validate`] of a subnet on its own, remembered per uid, resourceVersion and
+/// default VPC: every pod of a subnet asks, and a restart over 100,000 pods asked
+/// 100,000 times for the same few answers. A subnet without uid or resourceVersion
+/// (not from an API server) is validated each time.
+fn valid_subnet(
+    subnet: &Subnet,
+    default_vpc: &str,
+) -> Result<ValidSubnet, crate::controller::subnet::SubnetInvalid> {
+    type Memo = HashMap<String, (String, String, ValidSubnet)>;
+    static VALID: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
+    let (Some(uid), Some(rv)) = (&subnet.metadata.uid, &subnet.metadata.resource_version) else {
+        return validate(subnet, &[], default_vpc);
+    };
+    {
+        let memo = VALID.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen_rv, vpc, valid)) = memo.get(uid) {
+            if seen_rv == rv && vpc == default_vpc {
+                return Ok(valid.clone());
+            }
+        }
+    }
+    let valid = validate(subnet, &[], default_vpc)?;
+    VALID.lock().unwrap_or_else(PoisonError::into_inner).insert(
+        uid.clone(),
+        (rv.clone(), default_vpc.to_owned(), valid.clone()),
+    );
+    Ok(valid)
 }
 
 /// The choice of a pod that reclaims an address its annotations place on a named
@@ -462,7 +495,8 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
         pod_type,
     };
     let wanted_ip = ip_object::desired_ip(&holder, &choice.subnet, &allocation);
-    let ip_written = ip_object::ensure_ip(&Api::<IP>::all(ctx.client.clone()), &wanted_ip)
+    let api = Api::<IP>::all(ctx.client.clone());
+    let ip_written = ip_object::ensure_ip(&api, &wanted_ip, ctx.cached_ip(&port_name))
         .await
         .map_err(api_err(pod, "writing its IP object"))?;
 
@@ -489,8 +523,7 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
     let status_written = if was_held {
         false
     } else {
-        let subnets: Api<Subnet> = Api::all(ctx.client.clone());
-        status::write_usage(&subnets, &ctx.ipam, &choice.subnet)
+        ctx.write_usage(&choice.subnet)
             .await
             .map_err(api_err(pod, "writing its subnet's usage"))?
     };

@@ -3,13 +3,16 @@
 //! gives back an address. Only these keys are patched (the Subnet reconciler owns the
 //! conditions), and only when they differ.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::Duration;
 
 use ipam::{Ipam, SubnetStatusUsage};
 use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
+use tokio::sync::mpsc;
 
+use crate::controller::cache::{cached, Caches};
 use crate::crd::{IpCount, Subnet, SubnetStatus};
 
 /// The usage the stored status shows.
@@ -44,35 +47,119 @@ struct StatusPatch<'a> {
     status: &'a SubnetStatusUsage,
 }
 
+/// The figures this process last wrote for a subnet object (by uid).
+type LastWritten = Option<(String, SubnetStatusUsage)>;
+
 /// One lock per subnet name: a subnet's figures are read, computed and written by one
 /// caller at a time, so the last write computed them after every allocation that came
-/// before it, and no older figure lands after a newer one.
-fn subnet_lock(subnet: &str) -> Arc<tokio::sync::Mutex<()>> {
-    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
+/// before it, and no older figure lands after a newer one. Behind it, what this
+/// process wrote last: figures equal to those are not written again (only the
+/// controller writes them), and a cache a moment behind its own writes is not trusted.
+fn subnet_lock(subnet: &str) -> Arc<tokio::sync::Mutex<LastWritten>> {
+    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<LastWritten>>>>> =
         LazyLock::new(Mutex::default);
     let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
     locks.entry(subnet.to_owned()).or_default().clone()
 }
 
-/// Writes `subnet`'s usage figures if they changed; whether it wrote.
+/// Writes `subnet`'s usage figures if they changed; whether it wrote. The Subnet is
+/// read from `caches` when given (else from the API server).
 pub async fn write_usage(
     api: &Api<Subnet>,
     ipam: &Ipam,
     subnet: &str,
+    caches: Option<&Caches>,
 ) -> Result<bool, kube::Error> {
     let lock = subnet_lock(subnet);
-    let _one_writer = lock.lock().await;
-    let Some(stored) = api.get_opt(subnet).await? else {
+    let mut last = lock.lock().await;
+    let stored = match caches.and_then(|c| cached::<Subnet>(c, None, subnet)) {
+        Some(found) => Some(found),
+        None => api.get_opt(subnet).await?.map(Arc::new),
+    };
+    let Some(stored) = stored else {
         return Ok(false);
     };
-    let Some(usage) = usage_change(ipam, &stored) else {
+    let Ok(usage) = ipam.subnet_usage(subnet).map(|u| u.subnet_status()) else {
         return Ok(false);
     };
+    let uid = stored.metadata.uid.clone().unwrap_or_default();
+    let unchanged = match &*last {
+        Some((written_uid, written)) if *written_uid == uid => *written == usage,
+        _ => usage_change(ipam, &stored).is_none(),
+    };
+    if unchanged {
+        *last = Some((uid, usage));
+        return Ok(false);
+    }
     // typed: counts may exceed what a JSON `Value` holds (IPv6)
     let patch = StatusPatch { status: &usage };
     api.patch_status(subnet, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
+    *last = Some((uid, usage));
     Ok(true)
+}
+
+/// The least time between two rounds of [`UsageQueue`]'s writer: allocations that
+/// come within it are written together.
+pub const USAGE_SETTLE: Duration = Duration::from_millis(500);
+
+/// Usage writes of a running controller, coalesced per subnet as Kube-OVN's
+/// `updateSubnetStatusQueue` does: a subnet marked many times while a round runs or
+/// rests is written once, with the figures of that moment. A mark right after a
+/// quiet spell is written at once. Without it (a lone [`apply`]), each allocation
+/// writes its subnet's figures itself.
+///
+/// [`apply`]: super::apply
+#[derive(Debug, Clone)]
+pub struct UsageQueue {
+    marks: mpsc::UnboundedSender<String>,
+}
+
+/// The writer behind a [`UsageQueue`]; runs until every queue handle is dropped.
+#[derive(Debug)]
+pub struct UsageWriter {
+    marks: mpsc::UnboundedReceiver<String>,
+}
+
+impl UsageQueue {
+    /// A queue and its writer (to be driven by the caller).
+    pub fn new() -> (UsageQueue, UsageWriter) {
+        let (marks, rx) = mpsc::unbounded_channel();
+        (UsageQueue { marks }, UsageWriter { marks: rx })
+    }
+
+    /// Asks for `subnet`'s figures to be written.
+    pub fn mark(&self, subnet: &str) {
+        // the writer stops only with the controller
+        let _ = self.marks.send(subnet.to_owned());
+    }
+}
+
+impl UsageWriter {
+    /// Writes marked subnets' figures until every queue handle is gone; a failed
+    /// write is tried again in the next round.
+    pub async fn run(mut self, api: Api<Subnet>, ipam: Arc<Ipam>, caches: Option<Caches>) {
+        let mut pending = BTreeSet::new();
+        loop {
+            if pending.is_empty() {
+                match self.marks.recv().await {
+                    Some(first) => pending.insert(first),
+                    None => return,
+                };
+            }
+            while let Ok(more) = self.marks.try_recv() {
+                pending.insert(more);
+            }
+            let round = std::mem::take(&mut pending);
+            for subnet in round {
+                if let Err(err) = write_usage(&api, &ipam, &subnet, caches.as_ref()).await {
+                    tracing::warn!(subnet = %subnet, error = %err, "writing the subnet's usage figures failed; retrying");
+                    pending.insert(subnet);
+                }
+            }
+            tokio::time::sleep(USAGE_SETTLE).await;
+        }
+    }
 }
 
 #[cfg(test)]

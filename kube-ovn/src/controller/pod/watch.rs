@@ -8,6 +8,7 @@ use kube::api::Api;
 use kube::runtime::{controller, watcher, Controller};
 
 use super::reconcile::{error_policy, reconcile};
+use crate::controller::cache::PodEvents;
 use crate::controller::Context;
 
 /// Pods reconciled at once. A reconcile mostly waits on a few API and NB round trips,
@@ -16,11 +17,20 @@ use crate::controller::Context;
 /// Kube-OVN likewise runs a fixed number of workers per queue.
 pub const WORKERS: u16 = 64;
 
-/// Reconciles Pods until the returned future is dropped or the process is signalled.
-pub async fn run(ctx: Arc<Context>) {
-    let pods: Api<Pod> = Api::all(ctx.client.clone());
-    Controller::new(pods, watcher::Config::default())
-        .with_config(controller::Config::default().concurrency(WORKERS))
+/// Reconciles Pods until the returned future is dropped or the process is signalled:
+/// driven by `events` (the controller's cached Pod watch, whose store `ctx.caches`
+/// holds) when given, else by a watch of its own.
+pub async fn run(ctx: Arc<Context>, events: Option<PodEvents>) {
+    let config = controller::Config::default().concurrency(WORKERS);
+    let controller = match (events, &ctx.caches) {
+        (Some(events), Some(caches)) => Controller::for_shared_stream(events, caches.pods.clone()),
+        _ => Controller::new(
+            Api::<Pod>::all(ctx.client.clone()),
+            watcher::Config::default(),
+        ),
+    };
+    controller
+        .with_config(config)
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

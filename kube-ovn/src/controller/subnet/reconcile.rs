@@ -322,14 +322,18 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
             report.gateway_problem = gateway.problem;
             // the usage figures, from the IPAM (pods keep them current afterwards)
             let api = Api::<Subnet>::all(ctx.client.clone());
-            report.status_written |=
-                crate::controller::pod::status::write_usage(&api, &ctx.ipam, &name)
-                    .await
-                    .map_err(|source| SubnetError::Write {
-                        subnet: name.clone(),
-                        what: "status usage",
-                        source,
-                    })?;
+            report.status_written |= crate::controller::pod::status::write_usage(
+                &api,
+                &ctx.ipam,
+                &name,
+                ctx.caches.as_ref(),
+            )
+            .await
+            .map_err(|source| SubnetError::Write {
+                subnet: name.clone(),
+                what: "status usage",
+                source,
+            })?;
         }
     }
     tracing::info!(subnet = %name, ?report, "subnet reconciled");
