@@ -4,33 +4,20 @@
 //! write that trusts a cache a moment behind still ends right, and a burst of usage
 //! marks becomes one or two Subnet status writes with the final figures.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
 use futures::StreamExt;
 use ipam::{AllocationRequest, Ipam, Owner, SubnetSpec as IpamSubnetSpec};
 use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod, PodSpec};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
-use kube::Client;
 use kube_ovn::controller::cache::{cached, Caches};
 use kube_ovn::controller::pod::ip_object::{desired_ip, ensure_ip, IpHolder};
 use kube_ovn::controller::pod::status::UsageQueue;
 use kube_ovn::crd::{IPPool, IPPoolSpec, Subnet, SubnetSpec, IP};
-
-async fn api_server() -> (Handle, Client) {
-    let server = EmbeddedApiServer::start(Config::default())
-        .await
-        .expect("the embedded API server starts");
-    let client = server.kube_client().expect("a client");
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in kube_ovn::crd::crds() {
-        crd_api.create(&PostParams::default(), &crd).await.unwrap();
-    }
-    (server, client)
-}
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     ObjectMeta {
@@ -80,7 +67,7 @@ where
 
 #[tokio::test]
 async fn the_stores_hold_every_kind_once_filled_and_the_pod_watch_feeds_its_subscriber() {
-    let (_server, client) = api_server().await;
+    let (_server, client) = common::api_server_with_crds().await;
     let post = PostParams::default();
     Api::<Namespace>::all(client.clone())
         .create(
@@ -180,7 +167,7 @@ async fn the_stores_hold_every_kind_once_filled_and_the_pod_watch_feeds_its_subs
 
 #[tokio::test]
 async fn an_ip_object_written_from_a_cache_a_moment_behind_still_ends_right() {
-    let (_server, client) = api_server().await;
+    let (_server, client) = common::api_server_with_crds().await;
     let api: Api<IP> = Api::all(client.clone());
     let ipam = Ipam::new();
     ipam.add_or_update_subnet("net1", &IpamSubnetSpec::new("10.8.0.0/24"))
@@ -227,7 +214,7 @@ async fn an_ip_object_written_from_a_cache_a_moment_behind_still_ends_right() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_usage_marks_is_written_once_or_twice_with_the_last_figures() {
-    let (_server, client) = api_server().await;
+    let (_server, client) = common::api_server_with_crds().await;
     let subnets: Api<Subnet> = Api::all(client.clone());
     subnets
         .create(&PostParams::default(), &subnet("net1", "10.9.0.0/24"))

@@ -23,10 +23,9 @@ use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
+use embedded_apiserver::Handle;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::Client;
 use kube_ovn::annotations::{NamespaceAnnotations, PodNetwork, Provider};
@@ -476,14 +475,7 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// The embedded API server with our CRDs and [`NAMESPACES`], [`BOUND_SUBNET`] bound to
 /// the last; a client and a kubeconfig for it.
 async fn api_server(dir: &Path) -> (Handle, Client, PathBuf) {
-    let server = EmbeddedApiServer::start(Config::default())
-        .await
-        .expect("the embedded API server starts");
-    let client = server.kube_client().expect("a client");
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in kube_ovn::crd::crds() {
-        crd_api.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (server, client) = common::api_server_with_crds().await;
     let kubeconfig = dir.join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).unwrap();
     for ns in NAMESPACES {

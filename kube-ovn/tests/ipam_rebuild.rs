@@ -10,10 +10,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
+use embedded_apiserver::Handle;
 use ipam::{AllocationRequest, Mac, Owner};
 use k8s_openapi::api::core::v1::{Container, Event, Namespace, Node, Pod, PodSpec};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use kube_ovn::annotations::{IpPair, NamespaceAnnotations, NodeAnnotations, PodNetwork, Provider};
@@ -46,14 +45,7 @@ async fn env() -> Option<Env> {
         ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).expect("flags");
     let nb = NbClient::connect(&remote).await.expect("NB");
     bootstrap(&nb, &config).await.expect("start-up");
-    let server = EmbeddedApiServer::start(Config::default())
-        .await
-        .expect("the embedded API server starts");
-    let client = server.kube_client().expect("a client");
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in kube_ovn::crd::crds() {
-        crd_api.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (server, client) = common::api_server_with_crds().await;
     ensure_default_subnets(&client, &config).await.unwrap();
     let ctx = Arc::new(Context::new(client.clone(), Arc::new(nb), Arc::new(config)));
     Some(Env {

@@ -11,9 +11,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
+use embedded_apiserver::Handle;
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
 use kube_ovn::annotations::NodeAnnotations;
@@ -51,14 +50,7 @@ async fn env() -> Option<Env> {
     let nb = NbClient::connect(&nb_remote).await.expect("NB");
     let sb = SbClient::connect(&sb_remote).await.expect("SB");
     bootstrap(&nb, &config).await.expect("start-up");
-    let server = EmbeddedApiServer::start(Config::default())
-        .await
-        .expect("the embedded API server starts");
-    let client = server.kube_client().expect("a client");
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in kube_ovn::crd::crds() {
-        crd_api.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (server, client) = common::api_server_with_crds().await;
     ensure_default_subnets(&client, &config).await.unwrap();
     let ctx = Context::new(client.clone(), Arc::new(nb), Arc::new(config)).with_sb(Arc::new(sb));
     let ctx = Arc::new(ctx);

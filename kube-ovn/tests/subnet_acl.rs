@@ -7,8 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use embedded_apiserver::Handle;
 use kube::api::{Api, PostParams};
 use kube::Client;
 use kube_ovn::config::ControllerConfig;
@@ -36,14 +35,7 @@ async fn env() -> Option<Env> {
         ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).expect("flags");
     let nb = NbClient::connect(&remote).await.expect("NB");
     bootstrap(&nb, &config).await.expect("start-up");
-    let server = EmbeddedApiServer::start(Config::default())
-        .await
-        .expect("the embedded API server starts");
-    let client = server.kube_client().expect("a client");
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in kube_ovn::crd::crds() {
-        crd_api.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (server, client) = common::api_server_with_crds().await;
     let ctx = Arc::new(Context::new(client.clone(), Arc::new(nb), Arc::new(config)));
     Some(Env {
         _central: central,

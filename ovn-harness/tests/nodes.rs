@@ -75,6 +75,46 @@ fn pids_of(cluster: &Cluster) -> Vec<u32> {
     pids
 }
 
+/// Switch `sw0` with ports p1 and p2 (`10.0.<net>.11` and `.12`), p1 plugged on the
+/// first node and p2 on the second, host ends named `<iface>1` and `<iface>2`.
+fn one_pod_per_node<'c>(
+    cluster: &'c Cluster,
+    tag: &str,
+    net: u8,
+    iface: &str,
+) -> (ovn_harness::Pod<'c>, ovn_harness::Pod<'c>) {
+    let mac = |n: u8| format!("50:54:00:00:{net:02x}:{n:02x}");
+    let ip = |n: u8| format!("10.0.{net}.1{n}");
+    cluster.nbctl(&["ls-add", "sw0"]).unwrap();
+    for n in [1u8, 2] {
+        let (lsp, addresses) = (format!("p{n}"), format!("{} {}", mac(n), ip(n)));
+        cluster
+            .nbctl(&[
+                "lsp-add",
+                "sw0",
+                &lsp,
+                "--",
+                "lsp-set-addresses",
+                &lsp,
+                &addresses,
+            ])
+            .unwrap();
+    }
+    cluster.nbctl(&["--wait=hv", "sync"]).unwrap();
+    let spec = |n: u8| PodSpec {
+        netns: format!("{tag}p{n}"),
+        host_iface: format!("{iface}{n}"),
+        iface_id: format!("p{n}"),
+        mac: mac(n),
+        cidr: format!("{}/24", ip(n)),
+        gateway: None,
+    };
+    let (n1, n2) = (&cluster.nodes()[0], &cluster.nodes()[1]);
+    let p1 = n1.plug_pod(&spec(1)).expect("plug p1 on the first node");
+    let p2 = n2.plug_pod(&spec(2)).expect("plug p2 on the second node");
+    (p1, p2)
+}
+
 #[test]
 fn two_nodes_over_geneve_carry_pod_traffic_both_ways() {
     if !require_root(TOOLS) {
@@ -121,35 +161,7 @@ fn two_nodes_over_geneve_carry_pod_traffic_both_ways() {
     }
 
     // one switch, one pod per node
-    cluster.nbctl(&["ls-add", "sw0"]).unwrap();
-    for (lsp, mac, ip) in [
-        ("p1", "50:54:00:00:00:01", "10.0.0.11"),
-        ("p2", "50:54:00:00:00:02", "10.0.0.12"),
-    ] {
-        let addresses = format!("{mac} {ip}");
-        cluster
-            .nbctl(&[
-                "lsp-add",
-                "sw0",
-                lsp,
-                "--",
-                "lsp-set-addresses",
-                lsp,
-                &addresses,
-            ])
-            .unwrap();
-    }
-    cluster.nbctl(&["--wait=hv", "sync"]).unwrap();
-    let spec = |n: u8| PodSpec {
-        netns: format!("{tag}p{n}"),
-        host_iface: format!("vp{n}"),
-        iface_id: format!("p{n}"),
-        mac: format!("50:54:00:00:00:0{n}"),
-        cidr: format!("10.0.0.1{n}/24"),
-        gateway: None,
-    };
-    let p1 = n1.plug_pod(&spec(1)).expect("plug p1 on n1");
-    let p2 = n2.plug_pod(&spec(2)).expect("plug p2 on n2");
+    let (p1, p2) = one_pod_per_node(&cluster, &tag, 0, "vp");
     assert!(
         eventually(10, || p1.ping("10.0.0.12")),
         "p1 (n1) -> p2 (n2)"
@@ -193,36 +205,8 @@ fn a_crashed_vswitchd_is_started_again_and_its_pods_talk_again() {
     }
     let tag = unique_tag("rv");
     let cluster = Cluster::start(&tag, 2).expect("cluster");
-    let (n1, n2) = (&cluster.nodes()[0], &cluster.nodes()[1]);
-    cluster.nbctl(&["ls-add", "sw0"]).unwrap();
-    for (lsp, mac, ip) in [
-        ("p1", "50:54:00:00:01:01", "10.0.1.11"),
-        ("p2", "50:54:00:00:01:02", "10.0.1.12"),
-    ] {
-        let addresses = format!("{mac} {ip}");
-        cluster
-            .nbctl(&[
-                "lsp-add",
-                "sw0",
-                lsp,
-                "--",
-                "lsp-set-addresses",
-                lsp,
-                &addresses,
-            ])
-            .unwrap();
-    }
-    cluster.nbctl(&["--wait=hv", "sync"]).unwrap();
-    let spec = |n: u8| PodSpec {
-        netns: format!("{tag}p{n}"),
-        host_iface: format!("vr{n}"),
-        iface_id: format!("p{n}"),
-        mac: format!("50:54:00:00:01:0{n}"),
-        cidr: format!("10.0.1.1{n}/24"),
-        gateway: None,
-    };
-    let p1 = n1.plug_pod(&spec(1)).expect("plug p1 on n1");
-    let p2 = n2.plug_pod(&spec(2)).expect("plug p2 on n2");
+    let n1 = &cluster.nodes()[0];
+    let (p1, p2) = one_pod_per_node(&cluster, &tag, 1, "vr");
     assert!(eventually(10, || p1.ping("10.0.1.12")), "p1 -> p2 before");
     assert!(
         cluster.revive_nodes().unwrap().is_empty(),

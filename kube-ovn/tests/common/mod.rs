@@ -1,10 +1,13 @@
 //! Helpers shared by the test binaries: a real OVN central and the real tools (`ovn`),
-//! Kube-OVN's chart CRDs and ours as JSON (`crd`).
+//! Kube-OVN's chart CRDs and ours as JSON (`crd`), the embedded API server with our
+//! CRDs (`api`).
 
 #![allow(dead_code, unused_imports)] // each test binary uses a different part
 
+mod api;
 mod crd;
 mod ovn;
 
+pub use api::*;
 pub use crd::*;
 pub use ovn::*;

@@ -8,10 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
+use embedded_apiserver::Handle;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::Client;
 use kube_ovn::config::ControllerConfig;
@@ -51,14 +50,7 @@ pub async fn env() -> Option<Env> {
     assert!(config.enable_lb, "--enable-lb is on by default");
     let nb = NbClient::connect(&remote).await.expect("NB");
     bootstrap(&nb, &config).await.expect("start-up");
-    let server = EmbeddedApiServer::start(Config::default())
-        .await
-        .expect("the embedded API server starts");
-    let client = server.kube_client().expect("a client");
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in kube_ovn::crd::crds() {
-        crd_api.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (server, client) = crate::common::api_server_with_crds().await;
     let ctx = Arc::new(Context::new(client.clone(), Arc::new(nb), Arc::new(config)));
     Some(Env {
         central,

@@ -1,0 +1,20 @@
+//! The embedded API server as the controller's tests need it: started, with our CRDs.
+
+use embedded_apiserver::{Config, EmbeddedApiServer, Handle};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::Client;
+
+/// A fresh embedded API server holding every `kubeovn.io` CRD of this crate, and a
+/// client for it.
+pub async fn api_server_with_crds() -> (Handle, Client) {
+    let server = EmbeddedApiServer::start(Config::default())
+        .await
+        .expect("the embedded API server starts");
+    let client = server.kube_client().expect("a client");
+    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in kube_ovn::crd::crds() {
+        crd_api.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    (server, client)
+}
