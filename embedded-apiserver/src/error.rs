@@ -139,6 +139,25 @@ impl ApiError {
         }
     }
 
+    /// 422 with a `FieldValueForbidden` cause (`field.Forbidden`).
+    pub fn forbidden_field(
+        kind: &str,
+        name: &str,
+        field: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        let message = message.into();
+        ApiError {
+            reason: Reason::Invalid,
+            message: format!("{kind} \"{name}\" is invalid: {field}: Forbidden: {message}"),
+            details: Some(json!({
+                "name": name,
+                "kind": kind,
+                "causes": [{"reason": "FieldValueForbidden", "message": format!("Forbidden: {message}"), "field": field}],
+            })),
+        }
+    }
+
     /// kube-apiserver's `NewTooLargeResourceVersionError`: 504 Timeout with a
     /// `ResourceVersionTooLarge` cause, which client-go's reflector answers
     /// by listing again after `retryAfterSeconds`.

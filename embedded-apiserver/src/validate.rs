@@ -113,6 +113,41 @@ pub fn check_metadata_maps(rt: &ResourceType, name: &str, body: &Value) -> Resul
     Ok(())
 }
 
+/// kube-apiserver's `ValidateNoNewFinalizers`: an object being deleted may lose
+/// finalizers but not gain any, so a controller that arrives late cannot hold up a
+/// deletion it never took part in.
+pub fn check_no_new_finalizers(
+    rt: &ResourceType,
+    name: &str,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    if old["metadata"].get("deletionTimestamp").is_none() {
+        return Ok(());
+    }
+    let had = old["metadata"]["finalizers"].as_array();
+    let extra: Vec<&str> = new["metadata"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|f| !had.is_some_and(|h| h.iter().any(|o| o.as_str() == Some(f))))
+        .collect();
+    if extra.is_empty() {
+        return Ok(());
+    }
+    let quoted: Vec<String> = extra.iter().map(|f| format!("{f:?}")).collect();
+    Err(ApiError::forbidden_field(
+        &rt.kind,
+        name,
+        "metadata.finalizers",
+        format!(
+            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+            quoted.join(", ")
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

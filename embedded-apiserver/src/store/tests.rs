@@ -156,6 +156,56 @@ fn finalizers_hold_deletion() {
 }
 
 #[test]
+fn an_object_being_deleted_takes_no_new_finalizer() {
+    let mut state = State::new(100);
+    let cms = rt(&state, "", "v1", "configmaps");
+    let mut obj = cm("f");
+    obj["metadata"]["finalizers"] = json!(["example.com/x"]);
+    state.create(&cms, Some("default"), obj, &opts()).unwrap();
+    state
+        .delete(&cms, Some("default"), "f", &DeleteOptions::default())
+        .unwrap();
+    let before = state.get(&cms, Some("default"), "f").unwrap();
+    let add = json!({"metadata": {"finalizers": ["example.com/x", "example.com/late"]}});
+    let err = state
+        .patch(
+            &cms,
+            Some("default"),
+            "f",
+            PatchType::Merge,
+            &add,
+            Part::Main,
+            &opts(),
+        )
+        .unwrap_err();
+    assert_eq!(err.reason, Reason::Invalid);
+    assert!(err.message.contains("example.com/late"), "{}", err.message);
+    assert!(
+        err.message.contains("metadata.finalizers"),
+        "{}",
+        err.message
+    );
+    assert_eq!(state.get(&cms, Some("default"), "f").unwrap(), before);
+    // giving one up is what a terminating object is for
+    let drop = json!({"metadata": {"finalizers": []}});
+    state
+        .patch(
+            &cms,
+            Some("default"),
+            "f",
+            PatchType::Merge,
+            &drop,
+            Part::Main,
+            &opts(),
+        )
+        .unwrap();
+    assert_eq!(
+        state.get(&cms, Some("default"), "f").unwrap_err().reason,
+        Reason::NotFound
+    );
+}
+
+#[test]
 fn status_subresource_is_kept_apart() {
     let mut state = State::new(100);
     let pods = rt(&state, "", "v1", "pods");

@@ -243,6 +243,7 @@ impl State {
         validate::check_type(rt, &new, rt.custom)?;
         validate::check_metadata_maps(rt, &key.name, &new)?;
         keep_server_fields(rt, old, &mut new, part);
+        validate::check_no_new_finalizers(rt, &key.name, old, &new)?;
         if *old.as_ref() == new {
             return Ok(Self::present(rt, old));
         }
