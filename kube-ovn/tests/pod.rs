@@ -3,7 +3,8 @@
 //! read with `ovn-sbctl`; static, conflicting, out-of-subnet and malformed requests;
 //! two pods claiming one address; host-network pods; subnet usage figures; and under
 //! `controller::run`, delete releasing everything while a StatefulSet pod recreated
-//! under its name keeps its address.
+//! under its name keeps its address; pods deleted before the result write (which
+//! carries the finalizer) leave nothing behind.
 
 mod common;
 
@@ -18,7 +19,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReferen
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::Client;
 use kube_ovn::config::ControllerConfig;
-use kube_ovn::controller::pod::{apply, PodOutcome, ReadyReport, FINALIZER};
+use kube_ovn::controller::cache::Caches;
+use kube_ovn::controller::pod::{apply, clean_deleted, PodOutcome, ReadyReport, FINALIZER};
 use kube_ovn::controller::{bootstrap, ensure_default_subnets, run, subnet, Context};
 use kube_ovn::crd::{IPPool, IPPoolSpec, Subnet, SubnetSpec, IP};
 use ovn_harness::OvnCentral;
@@ -670,5 +672,103 @@ async fn delete_releases_everything_but_a_statefulset_pod_keeps_its_address() {
     assert!(!lsp_list(&nb, DEFAULT).contains("(db-2.default)"));
     assert!(ips.get_opt("db-2.default").await.unwrap().is_none());
     controller.abort();
+    env.server.shutdown().await;
+}
+
+/// Deletes a pod without waiting for any finalizer (they are taken off first): what a
+/// deletion that comes before the controller's result write looks like.
+async fn delete_skipping_finalizers(client: &Client, name: &str) {
+    let pods = Api::<Pod>::namespaced(client.clone(), "default");
+    let none = serde_json::json!({ "metadata": { "finalizers": null } });
+    pods.patch(name, &Default::default(), &kube::api::Patch::Merge(&none))
+        .await
+        .unwrap();
+    delete_and_wait(client, name).await;
+}
+
+#[tokio::test]
+async fn a_pod_deleted_before_its_result_write_leaves_nothing_behind() {
+    let Some(env) = env().await else {
+        return;
+    };
+    let (client, nb) = (env.client.clone(), env.nb.clone());
+    default_subnet(&env).await;
+    let ips = Api::<IP>::all(client.clone());
+    let owner = |name: &str| kube_ovn::controller::owners::pod_owner("default", name, "ovn");
+
+    // the result write itself adds the finalizer: one write, not two
+    let (kept, outcome) = create_and_apply(&env, pod_object("default", "kept", &[])).await;
+    assert!(ready(outcome).annotations_patched);
+    assert_eq!(kept.metadata.finalizers, Some(vec![FINALIZER.to_string()]));
+
+    // deleted (no finalizer yet) while its address and port were being written: the
+    // result write finds no pod, and what was written goes at once
+    let stale = create_pod(&client, &pod_object("default", "gone", &[])).await;
+    delete_and_wait(&client, "gone").await;
+    match apply(&env.ctx, &stale).await.unwrap() {
+        PodOutcome::Gone(report) => {
+            assert_eq!(report.released, [DEFAULT]);
+            assert!(report.port_removed && report.ip_removed, "{report:?}");
+        }
+        other => panic!("not gone: {other:?}"),
+    }
+    assert!(!lsp_list(&nb, DEFAULT).contains("(gone.default)"));
+    assert!(ips.get_opt("gone.default").await.unwrap().is_none());
+    assert_eq!(env.ctx.ipam.get(DEFAULT, &owner("gone")).unwrap(), None);
+
+    // terminating (another controller's finalizer holds it) before the result write:
+    // a terminating pod takes no new finalizer, and the network goes the same way
+    let mut held = pod_object("default", "held", &[]);
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    let before_delete = create_pod(&client, &held).await;
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap();
+    match apply(&env.ctx, &before_delete).await.unwrap() {
+        PodOutcome::Gone(report) => assert_eq!(report.released, [DEFAULT]),
+        other => panic!("not gone: {other:?}"),
+    }
+    let stored = get_pod(&client, "default", "held").await.unwrap();
+    assert_eq!(
+        stored.metadata.finalizers,
+        Some(vec!["example.com/hold".to_string()])
+    );
+    assert_eq!(annotation(&stored, "ip_address"), None);
+    assert!(!lsp_list(&nb, DEFAULT).contains("(held.default)"));
+
+    // the deleted-pod worker's step: leftovers of a pod deleted without the
+    // finalizer are given back once; a second look finds nothing
+    let (left, _) = create_and_apply(&env, pod_object("default", "left", &[])).await;
+    delete_skipping_finalizers(&client, "left").await;
+    assert!(lsp_list(&nb, DEFAULT).contains("(left.default)"));
+    let report = clean_deleted(&env.ctx, &left)
+        .await
+        .unwrap()
+        .expect("leftovers");
+    assert_eq!(report.released, [DEFAULT]);
+    assert!(!lsp_list(&nb, DEFAULT).contains("(left.default)"));
+    assert!(ips.get_opt("left.default").await.unwrap().is_none());
+    assert_eq!(clean_deleted(&env.ctx, &left).await.unwrap(), None);
+
+    // a successor under the same name (a StatefulSet's, say) owns the name: the
+    // predecessor's deletion leaves its address and port alone
+    let (caches, feeds) = Caches::start(&client);
+    let watches = tokio::spawn(feeds.watches.drive());
+    caches.wait_until_ready().await;
+    let cached = Context::clone(&env.ctx).with_caches(caches.clone());
+    let (first, _) = create_and_apply(&env, pod_object("default", "twin", &[])).await;
+    delete_skipping_finalizers(&client, "twin").await;
+    let second = create_pod(&client, &pod_object("default", "twin", &[])).await;
+    ready(apply(&cached, &second).await.unwrap());
+    eventually("the cache holds the successor", || async {
+        kube_ovn::controller::cache::cached::<Pod>(&caches, Some("default"), "twin")
+            .is_some_and(|p| p.metadata.uid == second.metadata.uid)
+    })
+    .await;
+    assert_eq!(clean_deleted(&cached, &first).await.unwrap(), None);
+    assert!(lsp_list(&nb, DEFAULT).contains("(twin.default)"));
+    assert!(env.ctx.ipam.get(DEFAULT, &owner("twin")).unwrap().is_some());
+    watches.abort();
     env.server.shutdown().await;
 }

@@ -86,6 +86,24 @@ impl std::fmt::Debug for PodEvents {
     }
 }
 
+/// The pods the Pod watch saw deleted, each in its last state: the deleted-pod
+/// worker's queue (Kube-OVN's `deletePodQueue`). Unbounded, as [`PodEvents`].
+pub struct DeletedPods(mpsc::UnboundedReceiver<Arc<Pod>>);
+
+impl Stream for DeletedPods {
+    type Item = Arc<Pod>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<Pod>>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+impl std::fmt::Debug for DeletedPods {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeletedPods({} queued)", self.0.len())
+    }
+}
+
 /// What wakes the NetworkPolicy reconciler: any pod, namespace or node change the
 /// caches applied. Changes that come while it is busy wake it once.
 #[derive(Debug, Clone)]
@@ -106,6 +124,8 @@ impl PolicyTriggers {
 pub struct CacheFeeds {
     /// The Pod reconciler's trigger (see [`PodEvents`]).
     pub pod_events: PodEvents,
+    /// The pods deleted (see [`DeletedPods`]).
+    pub deleted_pods: DeletedPods,
     /// The NetworkPolicy reconciler's trigger.
     pub policy_triggers: PolicyTriggers,
     /// The watches.
@@ -172,6 +192,7 @@ impl Caches {
         let (ippools, pool_writer) = reflector::store::<IPPool>();
         let (ips, ip_writer) = reflector::store::<IP>();
         let (pod_tx, pod_rx) = mpsc::unbounded_channel();
+        let (deleted_tx, deleted_rx) = mpsc::unbounded_channel();
         let notify = Arc::new(Notify::new());
         let pod_feed = {
             let (store, notify) = (pods.clone(), notify.clone());
@@ -188,9 +209,10 @@ impl Caches {
                             let _ = pod_tx.send(held);
                         }
                     }
-                    watcher::Event::Delete(_)
-                    | watcher::Event::Init
-                    | watcher::Event::InitApply(_) => {}
+                    watcher::Event::Delete(pod) => {
+                        let _ = deleted_tx.send(Arc::new(pod.clone()));
+                    }
+                    watcher::Event::Init | watcher::Event::InitApply(_) => {}
                 }
                 notify.notify_one();
             }
@@ -215,6 +237,7 @@ impl Caches {
             caches,
             CacheFeeds {
                 pod_events: PodEvents(pod_rx),
+                deleted_pods: DeletedPods(deleted_rx),
                 policy_triggers: PolicyTriggers(notify),
                 watches: CacheWatches(drivers),
             },

@@ -14,6 +14,7 @@ use kube::Client;
 use serde::de::DeserializeOwned;
 
 use super::cache::{cached, Cached, Caches};
+use super::pod::serial::PodLocks;
 use super::pod::status::UsageQueue;
 use ovn_nb::NbClient;
 use ovn_sb::SbClient;
@@ -40,6 +41,8 @@ pub struct Context {
     /// Where the Pod reconciler sends its subnets' usage figures to be written
     /// together; without it each allocation writes them itself.
     pub usage: Option<UsageQueue>,
+    /// A pod's reconcile and the clean-up of its deletion take its lock.
+    pub pod_locks: Arc<PodLocks>,
 }
 
 impl Context {
@@ -53,6 +56,7 @@ impl Context {
             ipam: Arc::new(Ipam::new()),
             caches: None,
             usage: None,
+            pod_locks: Arc::default(),
         }
     }
 
@@ -117,12 +121,12 @@ impl Context {
             .collect())
     }
 
-    /// The IP object `name` as the cache holds it: `Some(None)` when the cache is
+    /// `name` (in `namespace`) as the cache holds it: `Some(None)` when the cache is
     /// filled and has none (it may be a moment behind: a create that finds one
-    /// answers 409), `None` without a cache.
-    pub fn cached_ip(&self, name: &str) -> Option<Option<Arc<crate::crd::IP>>> {
+    /// answers 409), `None` without caches.
+    pub fn cached<K: Cached>(&self, namespace: Option<&str>, name: &str) -> Option<Option<Arc<K>>> {
         let caches = self.caches.as_ref()?;
-        Some(cached(caches, None, name))
+        Some(cached(caches, namespace, name))
     }
 
     /// The same context with a southbound client.

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use kube::api::Api;
 
-use super::cache::{CacheFeeds, Caches, PodEvents, PolicyTriggers};
+use super::cache::{CacheFeeds, Caches, PolicyTriggers};
 use super::defaults::ensure_default_subnets;
 use super::pod::status::UsageQueue;
+use super::pod::PodFeeds;
 use super::{gc, ipam_rebuild, ippool, network_policy, node, pod, service, subnet, Context};
 
 /// Why the controller stopped.
@@ -51,6 +52,7 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
         caches,
         CacheFeeds {
             pod_events,
+            deleted_pods,
             policy_triggers,
             watches,
         },
@@ -81,7 +83,11 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
         if let Err(err) = gc::collect_garbage(&ctx).await {
             tracing::warn!(error = %err, "start-up garbage collection failed; the periodic one retries");
         }
-        run_reconcilers_with(ctx, Some(pod_events), Some(policy_triggers)).await;
+        let pods = PodFeeds {
+            events: pod_events,
+            deleted: deleted_pods,
+        };
+        run_reconcilers_with(ctx, Some(pods), Some(policy_triggers)).await;
         Ok(())
     };
     tokio::select! {
@@ -100,7 +106,7 @@ pub async fn run_reconcilers(ctx: Arc<Context>) {
 /// watches when given, else by their own.
 async fn run_reconcilers_with(
     ctx: Arc<Context>,
-    pod_events: Option<PodEvents>,
+    pod_events: Option<PodFeeds>,
     policy_triggers: Option<PolicyTriggers>,
 ) {
     let network_policies = async {

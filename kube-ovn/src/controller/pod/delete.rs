@@ -78,3 +78,50 @@ pub async fn cleanup(ctx: &Context, pod: &Pod) -> Result<CleanupReport, PodError
     tracing::info!(pod = %pod_key(pod), ?report, "pod network removed");
     Ok(report)
 }
+
+/// What a pod the API server deleted still holds, given back: Kube-OVN's
+/// `handleDeletePod` for its `deletePodQueue`. A pod deleted through [`FINALIZER`]
+/// holds nothing by then, and nothing is written. One deleted before its result
+/// write (which adds the finalizer) may hold an address, a port and an IP object,
+/// when the write failed or was never reached: those are removed here. A pod of the
+/// same name created since (a StatefulSet's successor) owns the name: it is left
+/// alone. None when nothing was left.
+///
+/// [`FINALIZER`]: super::FINALIZER
+pub async fn clean_deleted(ctx: &Context, pod: &Pod) -> Result<Option<CleanupReport>, PodError> {
+    if is_host_network(pod) {
+        return Ok(None);
+    }
+    let (ns, name) = (
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let _serial = ctx.pod_locks.lock(&pod_key(pod)).await;
+    if let Some(Some(successor)) = ctx.cached::<Pod>(Some(ns), name) {
+        if successor.metadata.uid != pod.metadata.uid {
+            return Ok(None);
+        }
+    }
+    let owner = pod_owner(ns, name, OVN_PROVIDER);
+    let port = pod_port_name(ns, name, OVN_PROVIDER);
+    // the address is released last, so a port or an IP object is never left without
+    // the IPAM still holding it; the IP object is checked too, in case the IPAM was
+    // rebuilt without it
+    let holds_address = ctx
+        .ipam
+        .subnet_names()
+        .iter()
+        .any(|subnet| matches!(ctx.ipam.get(subnet, &owner), Ok(Some(_))));
+    let has_ip_object = match ctx.cached::<IP>(None, &port) {
+        Some(cached) => cached.is_some(),
+        None => Api::<IP>::all(ctx.client.clone())
+            .get_opt(&port)
+            .await
+            .map_err(api_err(pod, "reading its IP object"))?
+            .is_some(),
+    };
+    if !holds_address && !has_ip_object {
+        return Ok(None);
+    }
+    cleanup(ctx, pod).await.map(Some)
+}

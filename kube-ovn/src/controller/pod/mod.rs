@@ -4,7 +4,8 @@
 //! switch port, [`annotate`] the result annotations, [`ip_object`] the IP object,
 //! [`statefulset`] who keeps an address across deletion, [`status`] the subnet's usage
 //! figures, [`events`] the Warning Events, [`delete`] what a deleted pod gives back,
-//! and [`reconcile`] ties them together behind the finalizer.
+//! [`serial`] keeps a pod's reconcile and its deletion's clean-up apart, and
+//! [`reconcile`] ties them together behind the finalizer.
 //!
 //! Not done yet: Multus attachments (other providers), KubeVirt VMs, QoS, security
 //! groups, VIPs, EIP/SNAT, port groups and policy routes of the "route" phase.
@@ -18,10 +19,11 @@ pub mod events;
 pub mod ip_object;
 pub mod port;
 pub mod reconcile;
+pub mod serial;
 pub mod statefulset;
 pub mod status;
 pub mod watch;
 
-pub use delete::{cleanup, CleanupReport};
+pub use delete::{clean_deleted, cleanup, CleanupReport};
 pub use reconcile::{apply, error_policy, reconcile, PodError, PodOutcome, ReadyReport, FINALIZER};
-pub use watch::run;
+pub use watch::{run, PodFeeds};

@@ -1,8 +1,10 @@
 //! One pod's reconcile, an idempotent function of the pod and the cluster: choose the
 //! subnet, ask the IPAM (which answers an owner with what it holds), write the port,
 //! the IP object and the result annotations where they differ, and keep the subnet's
-//! usage figures current. Deletion goes through the finalizer [`FINALIZER`], so a pod
-//! deleted while the controller was down still gives its address back.
+//! usage figures current. The result write carries the finalizer [`FINALIZER`], so a
+//! pod deleted while the controller was down still gives its address back; one
+//! deleted before that write is undone by the write's failure or by the deleted-pod
+//! worker ([`super::delete::clean_deleted`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -12,8 +14,8 @@ use ipam::{AllocError, Allocation};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{finalizer, Event};
 use ovn_nb::NbError;
+use serde_json::{json, Value};
 
 use super::allocate::{allocate, is_request_error, Claim};
 use super::annotate::{annotation_patch, with_result, NicResult};
@@ -78,15 +80,6 @@ pub enum PodError {
         #[source]
         source: AllocError,
     },
-    /// Adding or removing the finalizer failed, or the step it guards did.
-    #[error("pod {pod}: finalizer {FINALIZER}")]
-    Finalizer {
-        /// `namespace/name`.
-        pod: String,
-        /// Why.
-        #[source]
-        source: Box<kube::runtime::finalizer::Error<PodError>>,
-    },
 }
 
 /// What one apply did.
@@ -108,6 +101,9 @@ pub enum PodOutcome {
     /// A pod that has run to completion (`Succeeded`/`Failed`) gives its address back,
     /// as Kube-OVN does for pods that are no longer alive.
     Finished(CleanupReport),
+    /// The pod was deleted (or began terminating) while its network was being written:
+    /// what was written is undone at once, not left to the garbage collector.
+    Gone(CleanupReport),
 }
 
 /// What an apply that succeeded wrote.
@@ -496,7 +492,7 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
     };
     let wanted_ip = ip_object::desired_ip(&holder, &choice.subnet, &allocation);
     let api = Api::<IP>::all(ctx.client.clone());
-    let ip_written = ip_object::ensure_ip(&api, &wanted_ip, ctx.cached_ip(&port_name))
+    let ip_written = ip_object::ensure_ip(&api, &wanted_ip, ctx.cached::<IP>(None, &port_name))
         .await
         .map_err(api_err(pod, "writing its IP object"))?;
 
@@ -508,13 +504,25 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
         allocation,
         routed: true,
     };
-    let annotations_patched = match annotation_patch(&map, &provider, &with_result(&net, &result)) {
+    let patch = result_patch(
+        pod,
+        annotation_patch(&map, &provider, &with_result(&net, &result)),
+    );
+    let annotations_patched = match patch {
         Some(patch) => {
-            Api::<Pod>::namespaced(ctx.client.clone(), ns)
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            let api = Api::<Pod>::namespaced(ctx.client.clone(), ns);
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
                 .await
-                .map_err(api_err(pod, "patching its annotations"))?;
-            true
+            {
+                Ok(_) => true,
+                Err(err) => {
+                    return match gone_while_written(&api, name, &err).await {
+                        true => Ok(PodOutcome::Gone(cleanup(ctx, pod).await?)),
+                        false => Err(api_err(pod, "patching its annotations")(err)),
+                    }
+                }
+            }
         }
         None => false,
     };
@@ -541,31 +549,88 @@ pub async fn apply(ctx: &Context, pod: &Pod) -> Result<PodOutcome, PodError> {
     Ok(PodOutcome::Ready(report))
 }
 
-/// The reconcile `kube::runtime::Controller` runs: host-network pods are left alone
-/// (no finalizer); others go through the finalizer to [`apply`] or [`cleanup`].
+fn has_finalizer(pod: &Pod) -> bool {
+    pod.metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
+}
+
+/// The result annotations' patch with [`FINALIZER`] added in the same write (a
+/// strategic merge patch: finalizers merge as a set, so another controller's are
+/// kept). One write per pod instead of two; a pod deleted before this write lands
+/// never had the finalizer, and [`apply`] undoes its network itself.
+fn result_patch(pod: &Pod, annotations: Option<Value>) -> Option<Value> {
+    if has_finalizer(pod) {
+        return annotations;
+    }
+    let mut patch = annotations.unwrap_or_else(|| json!({ "metadata": {} }));
+    patch["metadata"]["finalizers"] = json!([FINALIZER]);
+    Some(patch)
+}
+
+/// Whether the result patch failed because the pod is gone or terminating (a
+/// terminating object takes no new finalizer: 422), rather than for a reason a retry
+/// may cure.
+async fn gone_while_written(api: &Api<Pod>, name: &str, err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(resp) if resp.code == 404 => true,
+        kube::Error::Api(resp) if resp.code == 422 => match api.get_opt(name).await {
+            Ok(None) => true,
+            Ok(Some(pod)) => pod.metadata.deletion_timestamp.is_some(),
+            Err(_) => false,
+        },
+        _ => false,
+    }
+}
+
+/// Takes [`FINALIZER`] off a terminating pod whose network is gone: a JSON patch
+/// that tests the entry first, so a list changed meanwhile makes it fail and retry.
+async fn release_finalizer(ctx: &Context, pod: &Pod) -> Result<(), PodError> {
+    let Some(index) = pod
+        .metadata
+        .finalizers
+        .as_ref()
+        .and_then(|f| f.iter().position(|f| f == FINALIZER))
+    else {
+        return Ok(());
+    };
+    let path = format!("/metadata/finalizers/{index}");
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        { "op": "test", "path": path, "value": FINALIZER },
+        { "op": "remove", "path": path },
+    ]))
+    .expect("a well-formed JSON patch");
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    match Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(resp)) if resp.code == 404 => Ok(()),
+        Err(err) => Err(api_err(pod, "removing its finalizer")(err)),
+    }
+}
+
+/// The reconcile `kube::runtime::Controller` runs. Host-network pods are left alone;
+/// a terminating pod gives its network back and then its [`FINALIZER`]; any other
+/// pod goes to [`apply`], whose result write adds the finalizer.
 pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, PodError> {
     if is_host_network(&pod) {
         return Ok(Action::await_change());
     }
-    let key = pod_key(&pod);
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    finalizer(&api, FINALIZER, pod, |event| async {
-        match event {
-            Event::Apply(pod) => Ok(match apply(&ctx, &pod).await? {
-                PodOutcome::Refused { retry: true, .. } => Action::requeue(REFUSED_RECHECK),
-                _ => Action::await_change(),
-            }),
-            Event::Cleanup(pod) => {
-                cleanup(&ctx, &pod).await?;
-                Ok(Action::await_change())
-            }
-        }
-    })
-    .await
-    .map_err(|source| PodError::Finalizer {
-        pod: key,
-        source: Box::new(source),
+    let _serial = ctx.pod_locks.lock(&pod_key(&pod)).await;
+    if pod.metadata.deletion_timestamp.is_some() {
+        // a terminating pod without the finalizer may still hold an address: it
+        // began terminating between its allocation and its result write
+        cleanup(&ctx, &pod).await?;
+        release_finalizer(&ctx, &pod).await?;
+        return Ok(Action::await_change());
+    }
+    Ok(match apply(&ctx, &pod).await? {
+        PodOutcome::Refused { retry: true, .. } => Action::requeue(REFUSED_RECHECK),
+        _ => Action::await_change(),
     })
 }
 
