@@ -14,10 +14,13 @@ use ipam::{AllocationRequest, Ipam, Owner, SubnetSpec as IpamSubnetSpec};
 use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod, PodSpec};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
+use kube_ovn::config::ControllerConfig;
 use kube_ovn::controller::cache::{cached, Caches};
 use kube_ovn::controller::pod::ip_object::{desired_ip, ensure_ip, IpHolder};
 use kube_ovn::controller::pod::status::UsageQueue;
+use kube_ovn::controller::Context;
 use kube_ovn::crd::{IPPool, IPPoolSpec, Subnet, SubnetSpec, IP};
+use ovn_nb::NbClient;
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     ObjectMeta {
@@ -214,13 +217,21 @@ async fn an_ip_object_written_from_a_cache_a_moment_behind_still_ends_right() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_usage_marks_is_written_once_or_twice_with_the_last_figures() {
+    // the writer works through a controller's context, which holds an NB client
+    let Some(central) = common::central() else {
+        return;
+    };
     let (_server, client) = common::api_server_with_crds().await;
     let subnets: Api<Subnet> = Api::all(client.clone());
     subnets
         .create(&PostParams::default(), &subnet("net1", "10.9.0.0/24"))
         .await
         .unwrap();
-    let ipam = Arc::new(Ipam::new());
+    let nb_flag = format!("--ovn-nb-addr={}", central.nb_remote());
+    let config = ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).unwrap();
+    let nb = NbClient::connect(&central.nb_remote()).await.expect("NB");
+    let ctx = Context::new(client.clone(), Arc::new(nb), Arc::new(config));
+    let ipam = ctx.ipam.clone();
     ipam.add_or_update_subnet("net1", &IpamSubnetSpec::new("10.9.0.0/24"))
         .unwrap();
     // every status change the API server makes to the subnet, from here on
@@ -237,7 +248,7 @@ async fn a_burst_of_usage_marks_is_written_once_or_twice_with_the_last_figures()
         }
     });
     let (queue, writer) = UsageQueue::new();
-    let writer = tokio::spawn(writer.run(subnets.clone(), ipam.clone(), None));
+    let writer = tokio::spawn(writer.run(ctx.clone()));
     for i in 0..50 {
         ipam.allocate(
             "net1",

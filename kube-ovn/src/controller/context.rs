@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 
 use super::cache::{cached, Cached, Caches};
 use super::pod::serial::PodLocks;
-use super::pod::status::UsageQueue;
+use super::pod::status::{UsageLedger, UsageQueue};
+use super::subnet::validate::Validations;
 use ovn_nb::NbClient;
 use ovn_sb::SbClient;
 
@@ -43,6 +44,10 @@ pub struct Context {
     pub usage: Option<UsageQueue>,
     /// A pod's reconcile and the clean-up of its deletion take its lock.
     pub pod_locks: Arc<PodLocks>,
+    /// The usage figures this process last wrote, per subnet.
+    pub usage_written: Arc<UsageLedger>,
+    /// Subnets' own validations, remembered per resourceVersion.
+    pub subnet_validations: Arc<Validations>,
 }
 
 impl Context {
@@ -57,6 +62,8 @@ impl Context {
             caches: None,
             usage: None,
             pod_locks: Arc::default(),
+            usage_written: Arc::default(),
+            subnet_validations: Arc::default(),
         }
     }
 
@@ -74,8 +81,7 @@ impl Context {
             queue.mark(subnet);
             return Ok(false);
         }
-        let api = Api::<crate::crd::Subnet>::all(self.client.clone());
-        super::pod::status::write_usage(&api, &self.ipam, subnet, self.caches.as_ref()).await
+        super::pod::status::write_usage(self, subnet).await
     }
 
     /// The same context reading through `caches`.

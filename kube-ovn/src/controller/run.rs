@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-use kube::api::Api;
-
 use super::cache::{CacheFeeds, Caches, PolicyTriggers};
 use super::defaults::ensure_default_subnets;
 use super::pod::status::UsageQueue;
@@ -58,16 +56,10 @@ pub async fn run(ctx: Arc<Context>) -> Result<(), RunError> {
         },
     ) = Caches::start(&ctx.client);
     let (usage, usage_writer) = UsageQueue::new();
-    let ctx = Arc::new(
-        Context::clone(&ctx)
-            .with_caches(caches.clone())
-            .with_usage_queue(usage),
-    );
-    let usage_writer = usage_writer.run(
-        Api::all(ctx.client.clone()),
-        ctx.ipam.clone(),
-        Some(caches.clone()),
-    );
+    let cached = Context::clone(&ctx).with_caches(caches.clone());
+    // the writer's context holds no queue handle: the writer stops with the last one
+    let usage_writer = usage_writer.run(cached.clone());
+    let ctx = Arc::new(cached.with_usage_queue(usage));
     let work = async move {
         let started = std::time::Instant::now();
         caches.wait_until_ready().await;

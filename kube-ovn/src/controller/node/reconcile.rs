@@ -350,8 +350,7 @@ pub async fn cleanup(ctx: &Context, node: &Node) -> Result<(), NodeError> {
 /// use its addresses, as pods use other subnets'.
 async fn write_join_usage(ctx: &Context, node: &str) -> Result<(), NodeError> {
     let subnet = &ctx.config.node_switch.name;
-    let api = Api::<Subnet>::all(ctx.client.clone());
-    crate::controller::pod::status::write_usage(&api, &ctx.ipam, subnet, ctx.caches.as_ref())
+    crate::controller::pod::status::write_usage(ctx, subnet)
         .await
         .map(drop)
         .map_err(|source| NodeError::Usage {

@@ -6,8 +6,7 @@
 //! deleted before that write is undone by the write's failure or by the deleted-pod
 //! worker ([`super::delete::clean_deleted`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ipam::{AllocError, Allocation};
@@ -27,7 +26,7 @@ use super::port::{delete_port, desired_port, write_port, PortSpec};
 use super::{conflict, ip_object, statefulset};
 use crate::annotations::{AnnotationMap, NamespaceAnnotations, PodNetwork, Provider};
 use crate::controller::owners::{pod_owner, pod_port_name, OVN_PROVIDER};
-use crate::controller::subnet::{validate, ValidSubnet};
+use crate::controller::subnet::ValidSubnet;
 use crate::controller::Context;
 use crate::crd::{IPPool, Subnet, IP};
 
@@ -309,42 +308,18 @@ async fn subnet_of(
         );
         return Ok(Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await));
     };
-    Ok(match valid_subnet(&subnet, &ctx.config.cluster_router) {
-        Ok(v) => Ok(v),
-        Err(e) => {
-            let msg = format!("subnet {} is invalid: {e}", choice.subnet);
-            Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await)
-        }
-    })
-}
-
-/// [`validate`] of a subnet on its own, remembered per uid, resourceVersion and
-/// default VPC: every pod of a subnet asks, and a restart over 100,000 pods asked
-/// 100,000 times for the same few answers. A subnet without uid or resourceVersion
-/// (not from an API server) is validated each time.
-fn valid_subnet(
-    subnet: &Subnet,
-    default_vpc: &str,
-) -> Result<ValidSubnet, crate::controller::subnet::SubnetInvalid> {
-    type Memo = HashMap<String, (String, String, ValidSubnet)>;
-    static VALID: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
-    let (Some(uid), Some(rv)) = (&subnet.metadata.uid, &subnet.metadata.resource_version) else {
-        return validate(subnet, &[], default_vpc);
-    };
-    {
-        let memo = VALID.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((seen_rv, vpc, valid)) = memo.get(uid) {
-            if seen_rv == rv && vpc == default_vpc {
-                return Ok(valid.clone());
+    Ok(
+        match ctx
+            .subnet_validations
+            .of(&subnet, &ctx.config.cluster_router)
+        {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                let msg = format!("subnet {} is invalid: {e}", choice.subnet);
+                Err(refuse(ctx, pod, VALIDATE_FAILED, msg, true).await)
             }
-        }
-    }
-    let valid = validate(subnet, &[], default_vpc)?;
-    VALID.lock().unwrap_or_else(PoisonError::into_inner).insert(
-        uid.clone(),
-        (rv.clone(), default_vpc.to_owned(), valid.clone()),
-    );
-    Ok(valid)
+        },
+    )
 }
 
 /// The choice of a pod that reclaims an address its annotations place on a named

@@ -4,7 +4,7 @@
 //! conditions), and only when they differ.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ipam::{Ipam, SubnetStatusUsage};
@@ -12,7 +12,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::controller::cache::{cached, Caches};
+use crate::controller::Context;
 use crate::crd::{IpCount, Subnet, SubnetStatus};
 
 /// The usage the stored status shows.
@@ -55,37 +55,52 @@ type LastWritten = Option<(String, SubnetStatusUsage)>;
 /// before it, and no older figure lands after a newer one. Behind it, what this
 /// process wrote last: figures equal to those are not written again (only the
 /// controller writes them), and a cache a moment behind its own writes is not trusted.
-fn subnet_lock(subnet: &str) -> Arc<tokio::sync::Mutex<LastWritten>> {
-    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<LastWritten>>>>> =
-        LazyLock::new(Mutex::default);
-    let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
-    locks.entry(subnet.to_owned()).or_default().clone()
+#[derive(Debug, Default)]
+pub struct UsageLedger {
+    subnets: Mutex<HashMap<String, Arc<tokio::sync::Mutex<LastWritten>>>>,
 }
 
-/// Writes `subnet`'s usage figures if they changed; whether it wrote. The Subnet is
-/// read from `caches` when given (else from the API server).
-pub async fn write_usage(
-    api: &Api<Subnet>,
-    ipam: &Ipam,
-    subnet: &str,
-    caches: Option<&Caches>,
-) -> Result<bool, kube::Error> {
-    let lock = subnet_lock(subnet);
+impl UsageLedger {
+    fn entry(&self, subnet: &str) -> Arc<tokio::sync::Mutex<LastWritten>> {
+        let mut subnets = self.subnets.lock().unwrap_or_else(PoisonError::into_inner);
+        subnets.entry(subnet.to_owned()).or_default().clone()
+    }
+
+    /// Drops a deleted subnet's entry (a subnet of that name made later starts afresh).
+    pub fn forget(&self, subnet: &str) {
+        let mut subnets = self.subnets.lock().unwrap_or_else(PoisonError::into_inner);
+        subnets.remove(subnet);
+    }
+
+    /// Subnets with an entry.
+    pub fn len(&self) -> usize {
+        self.subnets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether no subnet has one.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Writes `subnet`'s usage figures if they changed, at once (whatever `ctx`'s queue);
+/// whether it wrote. The Subnet is read as every reconcile reads (cache, then API).
+pub async fn write_usage(ctx: &Context, subnet: &str) -> Result<bool, kube::Error> {
+    let lock = ctx.usage_written.entry(subnet);
     let mut last = lock.lock().await;
-    let stored = match caches.and_then(|c| cached::<Subnet>(c, None, subnet)) {
-        Some(found) => Some(found),
-        None => api.get_opt(subnet).await?.map(Arc::new),
-    };
-    let Some(stored) = stored else {
+    let Some(stored) = ctx.get_cluster::<Subnet>(subnet).await? else {
         return Ok(false);
     };
-    let Ok(usage) = ipam.subnet_usage(subnet).map(|u| u.subnet_status()) else {
+    let Ok(usage) = ctx.ipam.subnet_usage(subnet).map(|u| u.subnet_status()) else {
         return Ok(false);
     };
     let uid = stored.metadata.uid.clone().unwrap_or_default();
     let unchanged = match &*last {
         Some((written_uid, written)) if *written_uid == uid => *written == usage,
-        _ => usage_change(ipam, &stored).is_none(),
+        _ => usage_change(&ctx.ipam, &stored).is_none(),
     };
     if unchanged {
         *last = Some((uid, usage));
@@ -93,7 +108,8 @@ pub async fn write_usage(
     }
     // typed: counts may exceed what a JSON `Value` holds (IPv6)
     let patch = StatusPatch { status: &usage };
-    api.patch_status(subnet, &PatchParams::default(), &Patch::Merge(&patch))
+    Api::<Subnet>::all(ctx.client.clone())
+        .patch_status(subnet, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     *last = Some((uid, usage));
     Ok(true)
@@ -137,8 +153,9 @@ impl UsageQueue {
 
 impl UsageWriter {
     /// Writes marked subnets' figures until every queue handle is gone; a failed
-    /// write is tried again in the next round.
-    pub async fn run(mut self, api: Api<Subnet>, ipam: Arc<Ipam>, caches: Option<Caches>) {
+    /// write is tried again in the next round. `ctx` is what the writes read and
+    /// write through (its own queue, if any, is not used).
+    pub async fn run(mut self, ctx: Context) {
         let mut pending = BTreeSet::new();
         loop {
             if pending.is_empty() {
@@ -152,7 +169,7 @@ impl UsageWriter {
             }
             let round = std::mem::take(&mut pending);
             for subnet in round {
-                if let Err(err) = write_usage(&api, &ipam, &subnet, caches.as_ref()).await {
+                if let Err(err) = write_usage(&ctx, &subnet).await {
                     tracing::warn!(subnet = %subnet, error = %err, "writing the subnet's usage figures failed; retrying");
                     pending.insert(subnet);
                 }

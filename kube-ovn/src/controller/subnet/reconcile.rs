@@ -321,19 +321,13 @@ pub async fn apply(ctx: &SubnetContext, subnet: &Subnet) -> Result<ApplyReport, 
             report.status_written = write_status(ctx, subnet, None, &gateway).await?;
             report.gateway_problem = gateway.problem;
             // the usage figures, from the IPAM (pods keep them current afterwards)
-            let api = Api::<Subnet>::all(ctx.client.clone());
-            report.status_written |= crate::controller::pod::status::write_usage(
-                &api,
-                &ctx.ipam,
-                &name,
-                ctx.caches.as_ref(),
-            )
-            .await
-            .map_err(|source| SubnetError::Write {
-                subnet: name.clone(),
-                what: "status usage",
-                source,
-            })?;
+            report.status_written |= crate::controller::pod::status::write_usage(ctx, &name)
+                .await
+                .map_err(|source| SubnetError::Write {
+                    subnet: name.clone(),
+                    what: "status usage",
+                    source,
+                })?;
         }
     }
     tracing::info!(subnet = %name, ?report, "subnet reconciled");
@@ -395,6 +389,8 @@ pub async fn cleanup(ctx: &SubnetContext, subnet: &Subnet) -> Result<usize, Subn
     unlisted.spec.namespaces.clear();
     bind_namespaces(ctx, &cluster, &unlisted).await?;
     ctx.ipam.delete_subnet(&name);
+    ctx.usage_written.forget(&name);
+    ctx.subnet_validations.forget(subnet);
     tracing::info!(subnet = %name, ops, "subnet rows removed");
     Ok(ops)
 }

@@ -3,7 +3,9 @@
 //! of the same VPC overlaps it (Kube-OVN's `util.ValidateSubnet` and `checkSubnetConflict`).
 //! The result is the subnet's desired shape with Kube-OVN's defaults filled in.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::{Mutex, PoisonError};
 
 use ipnet::IpNet;
 
@@ -210,6 +212,64 @@ fn check_implemented(subnet: &Subnet) -> Result<(), SubnetInvalid> {
             "spec.provider",
             format!("provider {other:?} is not implemented, only \"ovn\""),
         )),
+    }
+}
+
+/// A subnet's [`validate`] on its own (no overlap check), remembered per uid,
+/// resourceVersion and default VPC: every pod of a subnet asks, and a restart over
+/// 100,000 pods asked 100,000 times for the same few answers. A subnet without uid or
+/// resourceVersion (not from an API server) is validated each time.
+#[derive(Debug, Default)]
+pub struct Validations {
+    /// By uid: the resourceVersion and default VPC the answer is for, and the answer.
+    memo: Mutex<HashMap<String, (String, String, ValidSubnet)>>,
+}
+
+impl Validations {
+    /// `subnet` validated, from memory when it has not changed since.
+    pub fn of(&self, subnet: &Subnet, default_vpc: &str) -> Result<ValidSubnet, SubnetInvalid> {
+        let (Some(uid), Some(rv)) = (&subnet.metadata.uid, &subnet.metadata.resource_version)
+        else {
+            return validate(subnet, &[], default_vpc);
+        };
+        {
+            let memo = self.memo.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((seen_rv, vpc, valid)) = memo.get(uid) {
+                if seen_rv == rv && vpc == default_vpc {
+                    return Ok(valid.clone());
+                }
+            }
+        }
+        let valid = validate(subnet, &[], default_vpc)?;
+        self.memo
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                uid.clone(),
+                (rv.clone(), default_vpc.to_owned(), valid.clone()),
+            );
+        Ok(valid)
+    }
+
+    /// Drops what is remembered of a deleted subnet.
+    pub fn forget(&self, subnet: &Subnet) {
+        if let Some(uid) = &subnet.metadata.uid {
+            let mut memo = self.memo.lock().unwrap_or_else(PoisonError::into_inner);
+            memo.remove(uid);
+        }
+    }
+
+    /// Subnets remembered.
+    pub fn len(&self) -> usize {
+        self.memo
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether none is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
