@@ -97,6 +97,7 @@ async fn bootstrap_writes_kube_ovns_state_and_a_second_run_writes_nothing() {
     assert_eq!(root_get(&node, "ovn-encap-type"), "geneve");
     assert_eq!(root_get(&node, "ovn-encap-ip"), "192.168.77.1");
     assert_eq!(root_get(&node, "ovn-encap-csum"), "true");
+    assert_eq!(root_get(&node, "ovn-monitor-all"), "true");
     assert_eq!(root_get(&node, "other-owner"), "kept");
     // br-int
     assert_eq!(node.get("Bridge", "br-int", "datapath_type"), "netdev");

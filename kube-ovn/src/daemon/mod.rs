@@ -5,12 +5,12 @@
 //! `pkg/daemon/init.go` and `ovs_linux.go`):
 //!
 //! 1. `Open_vSwitch` `external_ids` (`system-id`, `hostname`, `ovn-remote`,
-//!    `ovn-encap-type`, `ovn-encap-ip`, `ovn-encap-csum`, `ovn-bridge-datapath-type`,
-//!    `ovn-bridge-mappings`; other keys kept), `br-int` (datapath type,
-//!    `fail_mode=secure`, `other_config:disable-in-band=true`) and the internal port
-//!    `ovn0` bound to the join port `node-<node>`: one transaction through the typed
-//!    `ovs-vsctl` crate, holding only what differs, then a wait for ovs-vswitchd to
-//!    apply it ([`OvsChange`]);
+//!    `ovn-encap-type`, `ovn-encap-ip`, `ovn-encap-csum`, `ovn-monitor-all`,
+//!    `ovn-bridge-datapath-type`, `ovn-bridge-mappings`; other keys kept), `br-int`
+//!    (datapath type, `fail_mode=secure`, `other_config:disable-in-band=true`) and the
+//!    internal port `ovn0` bound to the join port `node-<node>`: one transaction
+//!    through the typed `ovs-vsctl` crate, holding only what differs, then a wait for
+//!    ovs-vswitchd to apply it ([`OvsChange`]);
 //! 2. on the host, over rtnetlink: `ovn0`'s MAC, MTU, txqueuelen 1000, up, the join
 //!    addresses, the join CIDR on-link, and every subnet CIDR and the service CIDR via
 //!    the join gateway ([`LinkChange`]).

@@ -62,6 +62,10 @@ pub(crate) fn wanted_external_ids(boot: &NodeBootstrap) -> BTreeMap<String, Opti
         ("ovn-encap-type", Some(boot.encap_type.as_str().to_string())),
         ("ovn-encap-ip", Some(boot.encap_ip.to_string())),
         ("ovn-encap-csum", Some(boot.encap_csum.to_string())),
+        // as on Kube-OVN's nodes: ovn-controller holds the whole southbound database
+        // instead of widening its monitor conditions when a pod's port first makes a
+        // datapath local (one SB round trip less before `ovn-installed`)
+        ("ovn-monitor-all", Some("true".to_string())),
         // ovn-controller reconciles br-int's datapath_type to this value, so it must agree
         (
             "ovn-bridge-datapath-type",
