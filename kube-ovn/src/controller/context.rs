@@ -14,6 +14,7 @@ use kube::Client;
 use serde::de::DeserializeOwned;
 
 use super::cache::{cached, Cached, Caches};
+use super::events::Recorder;
 use super::pod::serial::PodLocks;
 use super::pod::status::{UsageLedger, UsageQueue};
 use super::subnet::validate::Validations;
@@ -36,6 +37,8 @@ pub struct Context {
     pub config: Arc<ControllerConfig>,
     /// The address allocator, shared by the subnet, pod, node and IP pool reconcilers.
     pub ipam: Arc<Ipam>,
+    /// Where Events go (repeats counted on the first, as client-go's recorder does).
+    pub events: Recorder,
     /// The reflector caches, once [`run`](super::run()) has filled them; without
     /// them every read goes to the API server.
     pub caches: Option<Caches>,
@@ -54,6 +57,7 @@ impl Context {
     /// A context with an empty IPAM and no southbound client.
     pub fn new(client: Client, nb: Arc<NbClient>, config: Arc<ControllerConfig>) -> Context {
         Context {
+            events: Recorder::new(client.clone()),
             client,
             nb,
             sb: None,

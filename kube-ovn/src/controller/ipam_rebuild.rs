@@ -27,7 +27,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{json, Map, Value};
 
 use super::cache::Cached;
-use super::events::{self, EventKind};
+use super::events::EventKind;
 use super::owners::{
     node_of_port_name, node_owner, pod_owner, provider_of_port_name, OVN_PROVIDER,
 };
@@ -143,7 +143,6 @@ where
 /// Rebuilds `ctx.ipam` from the API server; see the module docs.
 pub async fn rebuild_ipam(ctx: &Context) -> Result<RebuildSummary, RebuildError> {
     let started = std::time::Instant::now();
-    let client = &ctx.client;
     let subnets: Vec<Subnet> = list::<Subnet>(ctx, "subnets")
         .await?
         .iter()
@@ -164,7 +163,7 @@ pub async fn rebuild_ipam(ctx: &Context) -> Result<RebuildSummary, RebuildError>
     claims.sort_by(Claim::order);
     let losers = load(ctx, claims, &mut summary);
     for (conflict, claim) in losers {
-        report_conflict(client, &pods, &nodes, &ips, &conflict, &claim).await;
+        report_conflict(ctx, &pods, &nodes, &ips, &conflict, &claim).await;
         summary.conflicts.push(conflict);
     }
     tracing::info!(
@@ -432,7 +431,7 @@ fn load(ctx: &Context, claims: Vec<Claim>, summary: &mut RebuildSummary) -> Vec<
 
 /// The Event (and, for a pod NIC, the cleared `allocated` mark) of a conflict's loser.
 async fn report_conflict(
-    client: &Client,
+    ctx: &Context,
     pods: &[Arc<Pod>],
     nodes: &[Arc<Node>],
     ips: &[Arc<IP>],
@@ -453,39 +452,39 @@ async fn report_conflict(
                 .iter()
                 .find(|p| p.name_any() == *name && p.namespace().as_deref() == Some(namespace));
             if let Some(pod) = found {
-                events::record(
-                    client,
-                    pod.as_ref(),
-                    EventKind::Warning,
-                    REASON_ADDRESS_CONFLICT,
-                    &message,
-                )
-                .await;
-                clear_allocated(client, pod, provider).await;
+                ctx.events
+                    .record(
+                        pod.as_ref(),
+                        EventKind::Warning,
+                        REASON_ADDRESS_CONFLICT,
+                        &message,
+                    )
+                    .await;
+                clear_allocated(&ctx.client, pod, provider).await;
             }
         }
         Source::Node { name } => {
             if let Some(node) = nodes.iter().find(|n| n.name_any() == *name) {
-                events::record(
-                    client,
-                    node.as_ref(),
-                    EventKind::Warning,
-                    REASON_ADDRESS_CONFLICT,
-                    &message,
-                )
-                .await;
+                ctx.events
+                    .record(
+                        node.as_ref(),
+                        EventKind::Warning,
+                        REASON_ADDRESS_CONFLICT,
+                        &message,
+                    )
+                    .await;
             }
         }
         Source::IpObject { name } => {
             if let Some(ip) = ips.iter().find(|i| i.name_any() == *name) {
-                events::record(
-                    client,
-                    ip.as_ref(),
-                    EventKind::Warning,
-                    REASON_ADDRESS_CONFLICT,
-                    &message,
-                )
-                .await;
+                ctx.events
+                    .record(
+                        ip.as_ref(),
+                        EventKind::Warning,
+                        REASON_ADDRESS_CONFLICT,
+                        &message,
+                    )
+                    .await;
             }
         }
     }

@@ -28,7 +28,7 @@ use kube::runtime::{watcher, Controller};
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-use super::events::{self, EventKind};
+use super::events::EventKind;
 use super::Context;
 use crate::annotations::{AnnotationMap, Names, NamespaceAnnotations};
 use crate::crd::conditions::{self, ConditionStatus, ERROR, READY};
@@ -102,14 +102,9 @@ pub async fn apply(ctx: &Context, pool: &IPPool) -> Result<PoolApply, IPPoolErro
             tracing::warn!(ippool = %name, error = %message, "the IPAM refused the IP pool; nothing changed");
             report.status_written = write_status(ctx, pool, Some(&message)).await?;
             if report.status_written {
-                events::record(
-                    &ctx.client,
-                    pool,
-                    EventKind::Warning,
-                    REASON_FAILED,
-                    &message,
-                )
-                .await;
+                ctx.events
+                    .record(pool, EventKind::Warning, REASON_FAILED, &message)
+                    .await;
             }
             report.refused = Some(message);
         }

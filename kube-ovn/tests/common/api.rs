@@ -18,3 +18,30 @@ pub async fn api_server_with_crds() -> (Handle, Client) {
     }
     (server, client)
 }
+
+/// A pod of one container and nothing else but `annotations` (none when empty): what
+/// a test creates for the controller to reconcile.
+pub fn plain_pod(
+    namespace: &str,
+    name: &str,
+    annotations: std::collections::BTreeMap<String, String>,
+) -> k8s_openapi::api::core::v1::Pod {
+    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+    Pod {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".into(),
+                image: Some("busybox".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}

@@ -74,7 +74,7 @@ async fn evict(
             .unwrap_or_default(),
         pod_key(winner)
     );
-    events::warn(&ctx.client, pod, ADDRESS_CONFLICT, &msg).await;
+    events::warn(ctx, pod, ADDRESS_CONFLICT, &msg).await;
     Ok(())
 }
 
@@ -108,6 +108,6 @@ pub async fn resolve(
         "the address this pod claims is held by {holder}, which is older; this pod gets a new one"
     );
     tracing::warn!(pod = %pod_key(claimant), %holder, "address conflict: the claimant is younger");
-    events::warn(&ctx.client, claimant, ADDRESS_CONFLICT, &msg).await;
+    events::warn(ctx, claimant, ADDRESS_CONFLICT, &msg).await;
     Ok(allocate(&ctx.ipam, owner, choice, &Claim::Fresh))
 }

@@ -167,7 +167,7 @@ async fn refuse(
     retry: bool,
 ) -> PodOutcome {
     tracing::warn!(pod = %pod_key(pod), reason, %message, "pod network request refused; nothing allocated");
-    events::warn(&ctx.client, pod, reason, &message).await;
+    events::warn(ctx, pod, reason, &message).await;
     PodOutcome::Refused {
         reason,
         message,
@@ -272,7 +272,7 @@ async fn parse_network(
         .collect::<Vec<_>>()
         .join("; ");
     for err in &errors {
-        events::warn(&ctx.client, pod, VALIDATE_FAILED, &err.to_string()).await;
+        events::warn(ctx, pod, VALIDATE_FAILED, &err.to_string()).await;
     }
     tracing::warn!(pod = %pod_key(pod), %message, "malformed annotations; nothing changed");
     Err(PodOutcome::Refused {
