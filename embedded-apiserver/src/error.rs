@@ -127,16 +127,7 @@ impl ApiError {
 
     /// 422 with one field cause, like `metav1.StatusCause`.
     pub fn invalid(kind: &str, name: &str, field: &str, message: impl Into<String>) -> Self {
-        let message = message.into();
-        ApiError {
-            reason: Reason::Invalid,
-            message: format!("{kind} \"{name}\" is invalid: {field}: {message}"),
-            details: Some(json!({
-                "name": name,
-                "kind": kind,
-                "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}],
-            })),
-        }
+        Self::field_cause(kind, name, field, "FieldValueInvalid", message.into())
     }
 
     /// 422 with a `FieldValueForbidden` cause (`field.Forbidden`).
@@ -146,14 +137,18 @@ impl ApiError {
         field: &str,
         message: impl Into<String>,
     ) -> Self {
-        let message = message.into();
+        let message = format!("Forbidden: {}", message.into());
+        Self::field_cause(kind, name, field, "FieldValueForbidden", message)
+    }
+
+    fn field_cause(kind: &str, name: &str, field: &str, cause: &str, message: String) -> Self {
         ApiError {
             reason: Reason::Invalid,
-            message: format!("{kind} \"{name}\" is invalid: {field}: Forbidden: {message}"),
+            message: format!("{kind} \"{name}\" is invalid: {field}: {message}"),
             details: Some(json!({
                 "name": name,
                 "kind": kind,
-                "causes": [{"reason": "FieldValueForbidden", "message": format!("Forbidden: {message}"), "field": field}],
+                "causes": [{"reason": cause, "message": message, "field": field}],
             })),
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use ipam::{AllocationRequest, Ipam, Owner, SubnetSpec as IpamSubnetSpec};
-use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
 use kube_ovn::config::ControllerConfig;
@@ -31,18 +31,7 @@ fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
 }
 
 fn pod(ns: &str, name: &str) -> Pod {
-    Pod {
-        metadata: meta(name, Some(ns)),
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("pause".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    common::plain_pod(ns, name, Default::default())
 }
 
 fn subnet(name: &str, cidr: &str) -> Subnet {

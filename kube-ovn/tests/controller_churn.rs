@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use embedded_apiserver::Handle;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::Client;
 use kube_ovn::annotations::{NamespaceAnnotations, PodNetwork, Provider};
@@ -117,22 +117,7 @@ impl Controller {
 }
 
 fn pod_object(ns: &str, name: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(ns.into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "app".into(),
-                image: Some("busybox".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: None,
-    }
+    common::plain_pod(ns, name, Default::default())
 }
 
 /// One step of the churn.

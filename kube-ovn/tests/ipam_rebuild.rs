@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use embedded_apiserver::Handle;
 use ipam::{AllocationRequest, Mac, Owner};
-use k8s_openapi::api::core::v1::{Container, Event, Namespace, Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use kube_ovn::annotations::{IpPair, NamespaceAnnotations, NodeAnnotations, PodNetwork, Provider};
@@ -95,18 +95,7 @@ async fn create_allocated_pod(
     };
     let mut annotations = BTreeMap::new();
     net.write_into(&Provider::ovn(), &mut annotations);
-    let pod = Pod {
-        metadata: meta(name, Some(ns), annotations),
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("busybox".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: None,
-    };
+    let pod = common::plain_pod(ns, name, annotations);
     Api::<Pod>::namespaced(client.clone(), ns)
         .create(&PostParams::default(), &pod)
         .await

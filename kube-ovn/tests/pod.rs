@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use embedded_apiserver::Handle;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
-use k8s_openapi::api::core::v1::{Container, Event, Namespace, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::Client;
@@ -108,23 +108,7 @@ fn pod_object(ns: &str, name: &str, annotations: &[(&str, &str)]) -> Pod {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(ns.into()),
-            annotations: (!annotations.is_empty()).then_some(annotations),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "app".into(),
-                image: Some("busybox".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: None,
-    }
+    common::plain_pod(ns, name, annotations)
 }
 
 async fn create_pod(client: &Client, pod: &Pod) -> Pod {

@@ -61,48 +61,38 @@ impl std::fmt::Debug for Caches {
 
 type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// A queue of pods handed out by the controller's Pod watch. Unbounded (a pointer per
+/// pod): the watch never waits for a consumer, so the stores stay current while the
+/// consumer catches up.
+pub struct PodQueue(mpsc::UnboundedReceiver<Arc<Pod>>);
+
+impl Stream for PodQueue {
+    type Item = Arc<Pod>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<Pod>>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+impl std::fmt::Debug for PodQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PodQueue({} queued)", self.0.len())
+    }
+}
+
 /// The pods the Pod store applies, in order, each as the store holds it: the Pod
 /// reconciler's trigger. The listed pods come once the store holds the whole list
 /// (so the start-up may read the store while the reconciler waits); later changes
-/// come one by one. Unbounded (a pointer per pod): the watch never waits for the
-/// reconciler, so the stores stay current while it catches up.
+/// come one by one.
 ///
 /// kube-rs's own shared streams (`ReflectHandle`) were tried first: one stalls for
 /// good when a pod leaves the store between its event and its read, which churn
 /// does.
-pub struct PodEvents(mpsc::UnboundedReceiver<Arc<Pod>>);
-
-impl Stream for PodEvents {
-    type Item = Arc<Pod>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<Pod>>> {
-        self.0.poll_recv(cx)
-    }
-}
-
-impl std::fmt::Debug for PodEvents {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PodEvents({} queued)", self.0.len())
-    }
-}
+pub type PodEvents = PodQueue;
 
 /// The pods the Pod watch saw deleted, each in its last state: the deleted-pod
-/// worker's queue (Kube-OVN's `deletePodQueue`). Unbounded, as [`PodEvents`].
-pub struct DeletedPods(mpsc::UnboundedReceiver<Arc<Pod>>);
-
-impl Stream for DeletedPods {
-    type Item = Arc<Pod>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<Pod>>> {
-        self.0.poll_recv(cx)
-    }
-}
-
-impl std::fmt::Debug for DeletedPods {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeletedPods({} queued)", self.0.len())
-    }
-}
+/// worker's queue (Kube-OVN's `deletePodQueue`).
+pub type DeletedPods = PodQueue;
 
 /// What wakes the NetworkPolicy reconciler: any pod, namespace or node change the
 /// caches applied. Changes that come while it is busy wake it once.
@@ -236,8 +226,8 @@ impl Caches {
         (
             caches,
             CacheFeeds {
-                pod_events: PodEvents(pod_rx),
-                deleted_pods: DeletedPods(deleted_rx),
+                pod_events: PodQueue(pod_rx),
+                deleted_pods: PodQueue(deleted_rx),
                 policy_triggers: PolicyTriggers(notify),
                 watches: CacheWatches(drivers),
             },

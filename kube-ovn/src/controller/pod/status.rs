@@ -71,19 +71,6 @@ impl UsageLedger {
         let mut subnets = self.subnets.lock().unwrap_or_else(PoisonError::into_inner);
         subnets.remove(subnet);
     }
-
-    /// Subnets with an entry.
-    pub fn len(&self) -> usize {
-        self.subnets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
-    /// Whether no subnet has one.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Writes `subnet`'s usage figures if they changed, at once (whatever `ctx`'s queue);

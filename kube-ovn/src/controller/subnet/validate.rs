@@ -258,19 +258,6 @@ impl Validations {
             memo.remove(uid);
         }
     }
-
-    /// Subnets remembered.
-    pub fn len(&self) -> usize {
-        self.memo
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
-    /// Whether none is remembered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Validates `subnet` against the enum checks of its spec and the rules above;
