@@ -422,6 +422,37 @@ async fn failures_give_clear_errors_and_leave_nothing() {
     let addr = netns.ip(&["-o", "link", "show"]);
     assert!(!addr.contains("eth0"), "pod end left: {addr} ({ip} {mac})");
 
+    // a pod being deleted before the controller gave it an address: the ADD does not
+    // wait out annotation_wait for an address that will not come
+    let mut holding = AnnotationMap::new();
+    holding.insert("other/key".into(), "x".into());
+    env.create_pod("ns1", "going", holding).await;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(env.client.clone(), "ns1");
+    let hold = serde_json::json!({ "metadata": { "finalizers": ["example.com/hold"] } });
+    pods.patch(
+        "going",
+        &Default::default(),
+        &kube::api::Patch::Merge(&hold),
+    )
+    .await
+    .unwrap();
+    pods.delete("going", &Default::default()).await.unwrap();
+    let id = container_id();
+    let (code, text) = error_of(&cni(&env, "ADD", &id, &path, "ns1", "going").await);
+    assert_eq!(code, 11, "{text}");
+    assert!(text.contains("pod ns1/going is being deleted"), "{text}");
+    assert!(text.contains("no address allocated"), "{text}");
+    assert_gone(&env, &id);
+    let release = serde_json::json!({ "metadata": { "finalizers": null } });
+    pods.patch(
+        "going",
+        &Default::default(),
+        &kube::api::Patch::Merge(&release),
+    )
+    .await
+    .unwrap();
+
     // a pod that does not exist
     let (code, text) = error_of(&cni(&env, "ADD", &container_id(), &path, "ns1", "missing").await);
     assert_eq!(code, 11, "{text}");

@@ -246,6 +246,15 @@ impl CniDaemon {
                 Ok(network) => return Ok(network),
                 Err(missing) => missing,
             };
+            // the controller gives a terminating pod's network back rather than
+            // allocating it one: waiting would only hold up the deletion, whose DEL
+            // the runtime runs after this ADD
+            if pod.metadata.deletion_timestamp.is_some() {
+                return Err(CniFailure::PodTerminating {
+                    pod: key,
+                    what: missing,
+                });
+            }
             let waited = start.elapsed();
             let left = self.settings.annotation_wait.saturating_sub(waited);
             if left.is_zero() {

@@ -127,7 +127,7 @@ pub mod codes {
     pub const INVALID_REQUEST: i32 = -32602;
     /// The pod is not scheduled on this node.
     pub const NOT_ON_THIS_NODE: i32 = 1001;
-    /// The pod does not exist.
+    /// The pod does not exist, or is being deleted without a network.
     pub const POD_NOT_FOUND: i32 = 1002;
     /// Something the daemon waited for did not come in time (annotation, ovn-installed,
     /// the gateway): the caller may try again.

@@ -86,6 +86,14 @@ pub enum CniFailure {
         /// `namespace/name`.
         pod: String,
     },
+    /// The pod is being deleted and has no network: none will come.
+    #[error("pod {pod} is being deleted: {what}; not waiting for it")]
+    PodTerminating {
+        /// `namespace/name`.
+        pod: String,
+        /// What is missing.
+        what: &'static str,
+    },
     /// An annotation of the pod is malformed.
     #[error("pod {pod}: {source}")]
     BadAnnotation {
@@ -164,7 +172,9 @@ impl CniFailure {
                 codes::INVALID_REQUEST
             }
             CniFailure::NotOnThisNode { .. } => codes::NOT_ON_THIS_NODE,
-            CniFailure::PodNotFound { .. } => codes::POD_NOT_FOUND,
+            CniFailure::PodNotFound { .. } | CniFailure::PodTerminating { .. } => {
+                codes::POD_NOT_FOUND
+            }
             CniFailure::NotAllocated { .. } | CniFailure::NotInstalled { .. } => codes::NOT_READY,
             CniFailure::Datapath { source, .. }
                 if matches!(**source, datapath::Error::GatewayUnreachable { .. }) =>
