@@ -55,6 +55,17 @@ pub(super) fn watch_all(rv: Option<u64>) -> WatchOptions {
     }
 }
 
+/// PATCH of the main resource of `name` in `default`, as a client sends it.
+fn patch_main(
+    state: &mut State,
+    rt: &ResourceType,
+    name: &str,
+    kind: PatchType,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    state.patch(rt, Some("default"), name, kind, body, Part::Main, &opts())
+}
+
 #[test]
 fn resource_versions_increase_and_watch_resumes_from_history() {
     let mut state = State::new(100);
@@ -138,17 +149,7 @@ fn finalizers_hold_deletion() {
     assert!(marked["metadata"]["deletionTimestamp"].is_string());
     assert!(state.get(&cms, Some("default"), "f").is_ok());
     let patch = json!([{"op": "remove", "path": "/metadata/finalizers"}]);
-    state
-        .patch(
-            &cms,
-            Some("default"),
-            "f",
-            PatchType::Json,
-            &patch,
-            Part::Main,
-            &opts(),
-        )
-        .unwrap();
+    patch_main(&mut state, &cms, "f", PatchType::Json, &patch).unwrap();
     assert_eq!(
         state.get(&cms, Some("default"), "f").unwrap_err().reason,
         Reason::NotFound
@@ -167,17 +168,7 @@ fn an_object_being_deleted_takes_no_new_finalizer() {
         .unwrap();
     let before = state.get(&cms, Some("default"), "f").unwrap();
     let add = json!({"metadata": {"finalizers": ["example.com/x", "example.com/late"]}});
-    let err = state
-        .patch(
-            &cms,
-            Some("default"),
-            "f",
-            PatchType::Merge,
-            &add,
-            Part::Main,
-            &opts(),
-        )
-        .unwrap_err();
+    let err = patch_main(&mut state, &cms, "f", PatchType::Merge, &add).unwrap_err();
     assert_eq!(err.reason, Reason::Invalid);
     assert!(err.message.contains("example.com/late"), "{}", err.message);
     assert!(
@@ -188,17 +179,7 @@ fn an_object_being_deleted_takes_no_new_finalizer() {
     assert_eq!(state.get(&cms, Some("default"), "f").unwrap(), before);
     // giving one up is what a terminating object is for
     let drop = json!({"metadata": {"finalizers": []}});
-    state
-        .patch(
-            &cms,
-            Some("default"),
-            "f",
-            PatchType::Merge,
-            &drop,
-            Part::Main,
-            &opts(),
-        )
-        .unwrap();
+    patch_main(&mut state, &cms, "f", PatchType::Merge, &drop).unwrap();
     assert_eq!(
         state.get(&cms, Some("default"), "f").unwrap_err().reason,
         Reason::NotFound
@@ -213,17 +194,7 @@ fn status_subresource_is_kept_apart() {
         "spec": {"containers": [{"name": "c", "image": "i"}]}});
     state.create(&pods, Some("default"), pod, &opts()).unwrap();
     let main = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
-    let out = state
-        .patch(
-            &pods,
-            Some("default"),
-            "p",
-            PatchType::Merge,
-            &main,
-            Part::Main,
-            &opts(),
-        )
-        .unwrap();
+    let out = patch_main(&mut state, &pods, "p", PatchType::Merge, &main).unwrap();
     assert_eq!(out["status"]["phase"], "Pending");
     assert_eq!(out["spec"]["nodeName"], "n1");
     let status = json!({"spec": {"nodeName": "n2"}, "status": {"phase": "Running"}});
@@ -268,17 +239,7 @@ fn failed_writes_change_nothing() {
         .unwrap_err();
     assert_eq!(no_ns.reason, Reason::NotFound);
     let test_fails = json!([{"op": "test", "path": "/data/k", "value": "other"}, {"op": "remove", "path": "/data"}]);
-    let err = state
-        .patch(
-            &cms,
-            Some("default"),
-            "a",
-            PatchType::Json,
-            &test_fails,
-            Part::Main,
-            &opts(),
-        )
-        .unwrap_err();
+    let err = patch_main(&mut state, &cms, "a", PatchType::Json, &test_fails).unwrap_err();
     assert_eq!(err.reason, Reason::Invalid);
     let mut stale = state.get(&cms, Some("default"), "a").unwrap();
     stale["metadata"]["resourceVersion"] = json!("1");
