@@ -15,7 +15,7 @@ use ipam::{AllocationRequest, Mac, Owner};
 use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use kube_ovn::annotations::{IpPair, NamespaceAnnotations, NodeAnnotations, PodNetwork, Provider};
+use kube_ovn::annotations::{IpPair, NamespaceAnnotations, PodNetwork, Provider};
 use kube_ovn::config::ControllerConfig;
 use kube_ovn::controller::ipam_rebuild::{rebuild_ipam, REASON_ADDRESS_CONFLICT};
 use kube_ovn::controller::owners::{
@@ -104,19 +104,7 @@ async fn create_allocated_pod(
 
 /// A node whose join address the node reconciler allocated.
 async fn create_allocated_node(client: &Client, name: &str, ip: &str) {
-    let ann = NodeAnnotations {
-        allocated: Some(true),
-        ip_address: Some(IpPair::v4(ip.parse().unwrap())),
-        logical_switch: Some("join".into()),
-        port_name: Some(node_port_name(name)),
-        ..NodeAnnotations::default()
-    };
-    let mut annotations = BTreeMap::new();
-    ann.write_into(&mut annotations);
-    let node = Node {
-        metadata: meta(name, None, annotations),
-        ..Default::default()
-    };
+    let node = common::node_object(name, common::joined_node_annotations(name, ip), None);
     Api::<Node>::all(client.clone())
         .create(&PostParams::default(), &node)
         .await

@@ -11,10 +11,8 @@ mod netpol;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::ObjectMeta;
-use kube_ovn::annotations::{IpPair, NodeAnnotations};
 use kube_ovn::controller::network_policy::names::Family;
 use kube_ovn::controller::network_policy::sync;
 use netpol::eval::EvalPod;
@@ -91,29 +89,11 @@ fn join_topology() -> Vec<String> {
 }
 
 fn node_object(name: &str, join_ip: &str, internal_ip: &str) -> Node {
-    let mut annotations = BTreeMap::new();
-    NodeAnnotations {
-        allocated: Some(true),
-        ip_address: Some(IpPair::v4(join_ip.parse().unwrap())),
-        port_name: Some(format!("node-{name}")),
-        ..Default::default()
-    }
-    .write_into(&mut annotations);
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            annotations: Some(annotations),
-            ..Default::default()
-        },
-        spec: None,
-        status: Some(NodeStatus {
-            addresses: Some(vec![NodeAddress {
-                type_: "InternalIP".into(),
-                address: internal_ip.into(),
-            }]),
-            ..Default::default()
-        }),
-    }
+    common::node_object(
+        name,
+        common::joined_node_annotations(name, join_ip),
+        Some(internal_ip),
+    )
 }
 
 fn trace(sb: &str, datapath: &str, flow: &str) -> String {

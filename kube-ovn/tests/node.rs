@@ -73,19 +73,11 @@ async fn get_subnet(client: &Client, name: &str) -> Subnet {
 /// Creates node `name` with `InternalIP` `ip` and extra annotations.
 async fn create_node(client: &Client, name: &str, ip: &str, annotations: &[(&str, &str)]) -> Node {
     let api = Api::<Node>::all(client.clone());
-    let node = Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            annotations: Some(
-                annotations
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let annotations = annotations
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let node = common::node_object(name, annotations, None);
     api.create(&PostParams::default(), &node).await.unwrap();
     let status = NodeStatus {
         addresses: Some(vec![NodeAddress {

@@ -45,3 +45,45 @@ pub fn plain_pod(
         status: None,
     }
 }
+
+/// A Node with `annotations` and, when given, its `InternalIP` in the status (which
+/// a create does not store: the status subresource takes it).
+pub fn node_object(
+    name: &str,
+    annotations: std::collections::BTreeMap<String, String>,
+    internal_ip: Option<&str>,
+) -> k8s_openapi::api::core::v1::Node {
+    use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus};
+    Node {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            annotations: Some(annotations),
+            ..Default::default()
+        },
+        spec: None,
+        status: internal_ip.map(|ip| NodeStatus {
+            addresses: Some(vec![NodeAddress {
+                type_: "InternalIP".into(),
+                address: ip.into(),
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
+/// The annotations of a node whose join port the controller allocated `join_ip`.
+pub fn joined_node_annotations(
+    name: &str,
+    join_ip: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut annotations = std::collections::BTreeMap::new();
+    kube_ovn::annotations::NodeAnnotations {
+        allocated: Some(true),
+        ip_address: Some(kube_ovn::annotations::IpPair::v4(join_ip.parse().unwrap())),
+        logical_switch: Some("join".into()),
+        port_name: Some(format!("node-{name}")),
+        ..Default::default()
+    }
+    .write_into(&mut annotations);
+    annotations
+}
