@@ -588,8 +588,24 @@ async fn release_finalizer(ctx: &Context, pod: &Pod) -> Result<(), PodError> {
     }
 }
 
+/// What is left of a terminating pod's grace period: kube-apiserver sets its
+/// deletionTimestamp to the end of it, and kubelet moves it to now once the
+/// containers are gone. Until then the pod keeps its address, so no new pod is given
+/// one the old containers may still use (Kube-OVN waits the grace period too). None
+/// when it has run out or the pod is not terminating.
+fn grace_left(pod: &Pod, now: k8s_openapi::jiff::Timestamp) -> Option<Duration> {
+    let end = pod.metadata.deletion_timestamp.as_ref()?.0;
+    let left = end.duration_since(now);
+    if left.is_positive() {
+        Duration::try_from(left).ok()
+    } else {
+        None
+    }
+}
+
 /// The reconcile `kube::runtime::Controller` runs. Host-network pods are left alone;
-/// a terminating pod gives its network back and then its [`FINALIZER`]; any other
+/// a terminating pod, once its grace period is over, gives its network back and then
+/// its [`FINALIZER`]; any other
 /// pod goes to [`apply`], whose result write adds the finalizer.
 pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, PodError> {
     if is_host_network(&pod) {
@@ -597,6 +613,10 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, PodEr
     }
     let _serial = ctx.pod_locks.lock(&pod_key(&pod)).await;
     if pod.metadata.deletion_timestamp.is_some() {
+        if let Some(left) = grace_left(&pod, k8s_openapi::jiff::Timestamp::now()) {
+            // its containers may still run and use the address
+            return Ok(Action::requeue(left));
+        }
         // a terminating pod without the finalizer may still hold an address: it
         // began terminating between its allocation and its result write
         cleanup(&ctx, &pod).await?;
@@ -613,4 +633,32 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, PodEr
 pub fn error_policy(pod: Arc<Pod>, error: &PodError, _ctx: Arc<Context>) -> Action {
     tracing::warn!(pod = %pod_key(&pod), error = %error, "pod reconcile failed; retrying");
     Action::requeue(Duration::from_secs(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+    fn terminating_at(end: Option<Timestamp>) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata.deletion_timestamp = end.map(Time);
+        pod
+    }
+
+    #[test]
+    fn a_terminating_pod_keeps_its_network_until_its_grace_period_ends() {
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        let later = now.checked_add(SignedDuration::from_secs(30)).unwrap();
+        assert_eq!(
+            grace_left(&terminating_at(Some(later)), now),
+            Some(Duration::from_secs(30))
+        );
+        // kubelet is done (deletionTimestamp moved to now) or the grace ran out
+        assert_eq!(grace_left(&terminating_at(Some(now)), now), None);
+        let earlier = now.checked_sub(SignedDuration::from_secs(5)).unwrap();
+        assert_eq!(grace_left(&terminating_at(Some(earlier)), now), None);
+        assert_eq!(grace_left(&terminating_at(None), now), None);
+    }
 }
