@@ -5,28 +5,14 @@
 //! supervisor was killed half-way.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::sandbox::{text, Sandbox};
 use kube_ovn::sandbox::cluster::SandboxRecord;
 use serde_json::Value;
-
-const SANDBOX: &str = env!("CARGO_BIN_EXE_kube-ovn-sandbox");
-const TOOLS: &[&str] = &[
-    "ovsdb-server",
-    "ovsdb-tool",
-    "ovs-vswitchd",
-    "ovs-vsctl",
-    "ovn-northd",
-    "ovn-controller",
-    "ovn-nbctl",
-    "ovn-sbctl",
-    "ip",
-    "ping",
-    "kubectl",
-    "python3",
-    "/usr/lib/cni/portmap",
-];
 
 const MANIFEST: &str = r#"
 apiVersion: v1
@@ -52,74 +38,15 @@ spec:
       ports: [{name: http, containerPort: 80, protocol: TCP}]
 "#;
 
-/// One sandbox under test: its state directory and name prefix. Dropping it runs
-/// `down`, so a failing test leaves nothing running.
-struct Sandbox {
-    dir: tempfile::TempDir,
-    prefix: String,
-    manifest: PathBuf,
+/// What this test checks of a sandbox beyond the shared driver: that `down` leaves
+/// nothing of it behind.
+trait LeavesNothing {
+    fn namespaces(&self) -> Vec<String>;
+    fn processes(&self, record: &SandboxRecord) -> Vec<String>;
+    fn down_and_check(&self, record: &SandboxRecord);
 }
 
-impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let manifest = dir.path().join("manifest.yaml");
-        std::fs::write(&manifest, MANIFEST).unwrap();
-        Sandbox {
-            prefix: ovn_harness::unique_tag("s"),
-            dir,
-            manifest,
-        }
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    fn sandbox(&self, args: &[&str]) -> Output {
-        Command::new(SANDBOX)
-            .arg("--state-dir")
-            .arg(self.state())
-            .args(args)
-            .output()
-            .expect("run kube-ovn-sandbox")
-    }
-
-    fn up_command(&self) -> Command {
-        self.up_with(&self.manifest)
-    }
-
-    fn up_with(&self, manifest: &std::path::Path) -> Command {
-        let mut cmd = Command::new(SANDBOX);
-        cmd.arg("--state-dir")
-            .arg(self.state())
-            .args([
-                "up",
-                "--nodes",
-                "2",
-                "--prefix",
-                &self.prefix,
-                "--timeout",
-                "120",
-            ])
-            .arg(manifest);
-        cmd
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(self.state().join("kubeconfig"))
-            .args(args)
-            .env("HOME", self.dir.path())
-            .output()
-            .expect("run kubectl")
-    }
-
-    fn record(&self) -> Option<SandboxRecord> {
-        SandboxRecord::load(&self.state().join("sandbox-processes.json")).unwrap()
-    }
-
+impl LeavesNothing for Sandbox {
     /// Namespaces with our prefix that still exist.
     fn namespaces(&self) -> Vec<String> {
         std::fs::read_dir("/run/netns")
@@ -127,7 +54,7 @@ impl Sandbox {
                 entries
                     .flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(&self.prefix))
+                    .filter(|n| n.starts_with(self.prefix()))
                     .collect()
             })
             .unwrap_or_default()
@@ -165,7 +92,7 @@ impl Sandbox {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         let ours: Vec<&str> = mounts
             .lines()
-            .filter(|l| l.contains(&format!("/run/netns/{}", self.prefix)))
+            .filter(|l| l.contains(&format!("/run/netns/{}", self.prefix())))
             .collect();
         assert!(ours.is_empty(), "mounts left: {ours:?}");
         assert_eq!(
@@ -190,12 +117,6 @@ impl Sandbox {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = self.sandbox(&["down"]);
-    }
-}
-
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -206,28 +127,18 @@ fn is_zombie(pid: u32) -> bool {
         .unwrap_or(true)
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+/// `up` with [`MANIFEST`].
+fn up_command(sb: &Sandbox) -> Command {
+    let manifest = sb.write("manifest.yaml", MANIFEST);
+    sb.up_command(&manifest, 120)
 }
 
 fn pods(sb: &Sandbox) -> Vec<Value> {
-    pods_in(sb, "cli")
-}
-
-fn pods_in(sb: &Sandbox, namespace: &str) -> Vec<Value> {
-    let out = sb.kubectl(&["get", "pods", "-n", namespace, "-o", "json"]);
-    assert!(out.status.success(), "kubectl get pods: {}", text(&out));
-    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
-    list["items"].as_array().cloned().unwrap_or_default()
+    sb.pods("cli")
 }
 
 fn up_and_check(sb: &Sandbox) -> SandboxRecord {
-    let out = sb.up_command().output().expect("run up");
+    let out = up_command(sb).output().expect("run up");
     assert!(out.status.success(), "up: {}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("export KUBECONFIG="), "{stdout}");
@@ -281,10 +192,9 @@ fn up_and_check(sb: &Sandbox) -> SandboxRecord {
 
 #[test]
 fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
-    if !ovn_harness::require_root(TOOLS) {
+    let Some(sb) = Sandbox::new("s") else {
         return;
-    }
-    let sb = Sandbox::new();
+    };
     let record = up_and_check(&sb);
 
     // a cross-node ping from a to b, through kubectl exec into a's network namespace
@@ -299,7 +209,7 @@ fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
     assert!(ping.status.success(), "ping a -> b: {}", text(&ping));
 
     // up again while it runs: says so, re-applies
-    let again = sb.up_command().output().unwrap();
+    let again = up_command(&sb).output().unwrap();
     assert!(again.status.success(), "second up: {}", text(&again));
     assert!(
         String::from_utf8_lossy(&again.stdout).contains("already running"),
@@ -311,8 +221,8 @@ fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
     assert!(status.status.success(), "status: {}", text(&status));
     let shown = String::from_utf8_lossy(&status.stdout);
     let wanted = [
-        format!("{}n1", sb.prefix),
-        format!("{}n2", sb.prefix),
+        format!("{}n1", sb.prefix()),
+        format!("{}n2", sb.prefix()),
         "ovn-default".to_string(),
         b_ip.clone(),
     ];
@@ -366,7 +276,7 @@ fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
     sb.down_and_check(&record);
 
     // `up` killed half-way: its supervisor (and `up`) SIGKILLed once OVN runs
-    let mut up = sb.up_command().spawn().unwrap();
+    let mut up = up_command(&sb).spawn().unwrap();
     let start = Instant::now();
     let half = loop {
         if let Some(r) = sb.record().filter(|r| !r.processes.is_empty()) {
@@ -399,7 +309,7 @@ fn up_status_matrix_down_then_up_again_and_down_after_a_killed_up() {
 /// directory without a sandbox say so.
 #[test]
 fn bad_input_names_the_offender() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::unchecked("s");
     let fails = |args: &[&str]| {
         let out = sb.sandbox(args);
         assert!(!out.status.success(), "{args:?} succeeded: {}", text(&out));
@@ -409,7 +319,7 @@ fn bad_input_names_the_offender() {
     assert!(err.contains("--nodes must be 1 to 16, not 0"), "{err}");
     let err = fails(&["up", "--nodes", "two"]);
     assert!(err.contains("--nodes"), "{err}");
-    let bad = sb.dir.path().join("bad.yaml");
+    let bad = sb.dir().join("bad.yaml");
     std::fs::write(
         &bad,
         "apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n",
@@ -420,7 +330,7 @@ fn bad_input_names_the_offender() {
         err.contains("bad.yaml") && err.contains("Pod has no metadata.name"),
         "{err}"
     );
-    let missing = sb.dir.path().join("missing.yaml");
+    let missing = sb.dir().join("missing.yaml");
     let err = fails(&["up", missing.to_str().unwrap()]);
     assert!(
         err.contains("cannot read manifest") && err.contains("missing.yaml"),
@@ -470,7 +380,7 @@ print(n, time.time() - t)
     let sink = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(sb.state().join("kubeconfig"))
-        .env("HOME", sb.dir.path())
+        .env("HOME", sb.dir())
         .args(["-n", "tour", "exec", to, "--", "python3", "-c", SINK])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -511,12 +421,11 @@ s.close()
 /// Deployment's pods), and the whole matrix (80, 81 x TCP, UDP) matches the policies.
 #[test]
 fn the_tour_in_examples_runs_every_feature() {
-    if !ovn_harness::require_root(TOOLS) {
+    let Some(sb) = Sandbox::new("s") else {
         return;
-    }
-    let sb = Sandbox::new();
+    };
     let tour = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sandbox");
-    let out = sb.up_with(&tour).output().unwrap();
+    let out = sb.up_command(&tour, 120).output().unwrap();
     assert!(out.status.success(), "up: {}", text(&out));
     let record = sb.record().unwrap();
     let field = |pods: &[Value], name: &str, path: &[&str]| -> String {
@@ -531,7 +440,7 @@ fn the_tour_in_examples_runs_every_feature() {
         v.as_str().unwrap_or_default().to_string()
     };
     let ip = |pods: &[Value], name: &str| field(pods, name, &["status", "podIP"]);
-    let tour_pods = pods_in(&sb, "tour");
+    let tour_pods = sb.pods("tour");
     assert_eq!(ip(&tour_pods, "web-static"), "10.16.0.50");
     let mac = field(
         &tour_pods,
@@ -550,11 +459,11 @@ fn the_tour_in_examples_runs_every_feature() {
         pooled.starts_with("10.66.0.") && (100..=120).contains(&last(&pooled)),
         "pool: {pooled}"
     );
-    for p in pods_in(&sb, "bound") {
+    for p in sb.pods("bound") {
         let ip = p["status"]["podIP"].as_str().unwrap();
         assert!(ip.starts_with("10.67.0."), "namespace-bound subnet: {p}");
     }
-    let private = ip(&pods_in(&sb, "private"), "private-a");
+    let private = ip(&sb.pods("private"), "private-a");
     assert!(private.starts_with("10.68.0."), "{private}");
     let ping = |from: &str, ns: &str, to: &str| {
         sb.kubectl(&[

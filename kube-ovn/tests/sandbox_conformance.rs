@@ -33,7 +33,7 @@ fn network_policy_conformance_on_real_traffic() {
     let _one = ONE_SANDBOX_AT_A_TIME
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    let Some(sb) = Sandbox::new() else {
+    let Some(sb) = Sandbox::new("c") else {
         return;
     };
     sb.up(&policies::layout_manifest());
@@ -61,7 +61,7 @@ fn services_statefulset_pods_and_kubectl_as_typed() {
     let _one = ONE_SANDBOX_AT_A_TIME
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    let Some(sb) = Sandbox::new() else {
+    let Some(sb) = Sandbox::new("c") else {
         return;
     };
     sb.up(&services::clients_manifest(&sb.node(1), &sb.node(2)));
