@@ -269,4 +269,8 @@ pub enum SpecError {
     /// The namespace path is empty or relative.
     #[error("namespace path {0:?} must be absolute")]
     NamespacePath(String),
+    /// An IPv6 address asked for on an interface without a link-local address
+    /// (neighbour discovery and router solicitations need one).
+    #[error("IPv6 address {0} on an interface without an IPv6 link-local address")]
+    Ipv6WithoutLinkLocal(ipnet::IpNet),
 }

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | create pair | `ip link add H mtu M type veth peer name eth0 mtu M netns NS` |
 //! | host end | `ip link set H master BR up` |
-//! | sysctls | `sysctl -w net.ipv6.conf.{all,default,eth0}.{disable_ipv6,accept_ra}=0` |
+//! | sysctls | `sysctl -w net.ipv6.conf.{all,default,eth0}.{disable_ipv6,accept_ra}=0` (and `net.ipv6.conf.eth0.addr_gen_mode=1` without a link-local address) |
 //! | up | `ip -n NS link set lo up; ip -n NS link set eth0 up` |
 //! | IPv4 probe | `arping -D` |
 //! | addresses | `ip -n NS addr add A/P dev eth0 [nodad]` |
@@ -197,7 +197,13 @@ async fn bring_up(nl: &Nl, pod: &PodInterface) -> Result<LinkInfo, Error> {
     let c = &pod.container;
     let moved = nl.require(&c.name, Step::FindLink).await?;
     let needs_ipv6 = c.addresses.iter().any(|a| a.addr().is_ipv6());
-    sysctl::apply(&c.sysctls, &c.name, &nl.namespace, needs_ipv6)?;
+    sysctl::apply(
+        &c.sysctls,
+        &c.name,
+        &nl.namespace,
+        needs_ipv6,
+        c.ipv6_link_local,
+    )?;
     let lo = nl.require("lo", Step::SetLink).await?;
     nl.set(lo.index, "lo", Step::SetLink, |b| b.up()).await?;
     nl.set(moved.index, &c.name, Step::SetLink, |b| b.up())

@@ -238,6 +238,12 @@ pub struct ContainerEnd {
     /// Extra sysctls below `net.` written inside the namespace, `IFNAME` in a
     /// name is replaced by the interface name.
     pub sysctls: Vec<(String, String)>,
+    /// Whether the kernel gives the interface its IPv6 link-local address (its
+    /// default). Off (`addr_gen_mode=1`, only for an interface without IPv6
+    /// addresses), the interface stays IPv6-capable but sends no DAD, router
+    /// solicitation or MLD report of its own: on a switch of many ports each of
+    /// those is flooded to all of them.
+    pub ipv6_link_local: bool,
 }
 
 /// A pod's veth interface: both ends and the configuration inside the pod.
@@ -284,6 +290,7 @@ impl PodInterface {
                 },
                 gateway_check: None,
                 sysctls: Vec::new(),
+                ipv6_link_local: true,
             },
             mtu: None,
             txqueuelen: None,
@@ -314,6 +321,11 @@ impl PodInterface {
             ));
         }
         self.validate_routing()?;
+        if !self.container.ipv6_link_local {
+            if let Some(v6) = self.container.addresses.iter().find(|a| a.addr().is_ipv6()) {
+                return Err(SpecError::Ipv6WithoutLinkLocal(*v6));
+            }
+        }
         for (name, _) in &self.container.sysctls {
             validate_sysctl_name(name)?;
         }
@@ -451,6 +463,16 @@ mod tests {
         pod.container.sysctls = vec![("net.ipv4/../../kernel".into(), "1".into())];
         assert!(matches!(pod.validate(), Err(SpecError::Sysctl(_))));
         pod.container.sysctls.clear();
+        pod.container.ipv6_link_local = false;
+        pod.validate().unwrap();
+        pod.container.addresses.push("fd00::2/64".parse().unwrap());
+        assert_eq!(
+            pod.validate(),
+            Err(SpecError::Ipv6WithoutLinkLocal(
+                "fd00::2/64".parse().unwrap()
+            ))
+        );
+        pod.container.addresses.pop();
         pod.container.netns = "relative/ns".into();
         assert!(matches!(pod.validate(), Err(SpecError::NamespacePath(_))));
     }

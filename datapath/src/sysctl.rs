@@ -44,15 +44,24 @@ pub(crate) fn write(name: &str, value: &str, ifname: &str, namespace: &str) -> R
 
 /// Apply [`POD_SYSCTLS`] (when the kernel has IPv6, or must have it) and
 /// the caller's extras.
+/// `addr_gen_mode` 1 (none): the interface gets no IPv6 link-local address when it
+/// comes up; written before it does.
+pub const NO_LINK_LOCAL: (&str, &str) = ("net.ipv6.conf.IFNAME.addr_gen_mode", "1");
+
 pub(crate) fn apply(
     extra: &[(String, String)],
     ifname: &str,
     namespace: &str,
     needs_ipv6: bool,
+    link_local: bool,
 ) -> Result<(), Error> {
     let has_ipv6 = std::path::Path::new("/proc/sys/net/ipv6").exists();
     if has_ipv6 || needs_ipv6 {
         for (name, value) in POD_SYSCTLS {
+            write(name, value, ifname, namespace)?;
+        }
+        if !link_local {
+            let (name, value) = NO_LINK_LOCAL;
             write(name, value, ifname, namespace)?;
         }
     }

@@ -127,6 +127,11 @@ async fn pods_talk_through_ovn_and_del_removes_everything() {
     let addr = pods[0].ip(&["addr", "show", "eth0"]);
     assert!(addr.contains(&format!("inet {ip_a}/16")), "{addr}");
     assert!(addr.contains(&mac_a), "{addr}");
+    // an IPv4-only pod: no IPv6 address on eth0, not even link-local (its DAD and MLD
+    // would be flooded to every port of the switch); IPv6 stays on (::1 on lo)
+    assert!(!addr.contains("inet6"), "{addr}");
+    let lo = pods[0].ip(&["-6", "addr", "show", "lo"]);
+    assert!(lo.contains("inet6 ::1/128"), "{lo}");
     let routes = pods[0].ip(&["route", "show"]);
     assert!(
         routes.contains("default via 10.16.0.1 dev eth0"),

@@ -23,6 +23,8 @@ async fn ipv4_pods_on_a_bridge_ping_check_and_delete() {
     // Each pod uses the other as its gateway, so the gateway check can succeed.
     a.container.gateways = vec![ip("10.77.0.3")];
     b.container.gateways = vec![ip("10.77.0.2")];
+    // a without an IPv6 link-local address, b with the kernel's default
+    a.container.ipv6_link_local = false;
     datapath::setup(&a).await.unwrap();
     b.container.gateway_check = Some(GatewayCheck {
         attempts: 20,
@@ -34,6 +36,22 @@ async fn ipv4_pods_on_a_bridge_ping_check_and_delete() {
         .unwrap()
         .to_string();
     assert_eq!(report_b.gateways, vec![(ip("10.77.0.2"), mac(&a_mac))]);
+
+    let inet6 = |ns: &TestNetns| -> Vec<String> {
+        ip_json(Some(&ns.name), &["-6", "addr", "show", "eth0"])[0]["addr_info"]
+            .as_array()
+            .map(|a| a.iter().map(|a| a["local"].to_string()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(inet6(&ns_a), Vec::<String>::new(), "a has IPv6 addresses");
+    assert!(
+        inet6(&ns_b).iter().any(|a| a.starts_with("\"fe80:")),
+        "b has no link-local address: {:?}",
+        inet6(&ns_b)
+    );
+    // IPv6 itself stays on in a (as Kube-OVN leaves it): ::1 on lo
+    let lo6 = ip_json(Some(&ns_a.name), &["-6", "addr", "show", "lo"]);
+    assert_eq!(lo6[0]["addr_info"][0]["local"], "::1", "{lo6}");
 
     assert!(ns_a.ping(ip("10.77.0.3")), "a cannot reach b");
     assert!(ns_b.ping(ip("10.77.0.2")), "b cannot reach a");
