@@ -2,7 +2,8 @@
 //! the daemon, ovs-vswitchd (userspace datapath), ovn-controller, OVN central; the test
 //! env plays the controller (annotations, logical switch ports, written before the
 //! timed ADD). Beside it, in the same run, Debian's `bridge` + `host-local` ADD and DEL
-//! into fresh namespaces (the bridge lives in a namespace made for the bench).
+//! into fresh namespaces, the same numbers one after the other and at once (the bridge
+//! lives in a namespace made for the bench).
 //!
 //! `cargo bench -p kube-ovn --bench cni_latency` (root, OVS/OVN installed). Scale with
 //! `CNI_BENCH_SEQUENTIAL` (default 100) and `CNI_BENCH_CONCURRENT` (default 20).
@@ -53,11 +54,16 @@ async fn run() {
     let (add, del) = kube_ovn_pods(&env, concurrent, 160, true).await;
     report("kube-ovn ADD, concurrent", concurrent, &add);
     report("kube-ovn DEL, concurrent", concurrent, &del);
-    let (add, del) = tokio::task::spawn_blocking(move || bridge_pods(sequential))
+    let (add, del) = tokio::task::spawn_blocking(move || bridge_pods(sequential, false))
         .await
         .expect("bridge bench");
     report("bridge+host-local ADD, sequential", sequential, &add);
     report("bridge+host-local DEL, sequential", sequential, &del);
+    let (add, del) = tokio::task::spawn_blocking(move || bridge_pods(concurrent, true))
+        .await
+        .expect("bridge bench");
+    report("bridge+host-local ADD, concurrent", concurrent, &add);
+    report("bridge+host-local DEL, concurrent", concurrent, &del);
 }
 
 /// `n` pods: all ADDs, then all DELs; one after the other or all at once.
@@ -106,9 +112,10 @@ async fn kube_ovn_pods(
     (times.pop().unwrap_or_default(), del)
 }
 
-/// Debian's bridge + host-local, from a thread inside a namespace made for the bench
-/// (the plugins create the bridge in the caller's namespace; the host's stays untouched).
-fn bridge_pods(n: usize) -> (Vec<Duration>, Vec<Duration>) {
+/// Debian's bridge + host-local for `n` pods, all ADDs then all DELs, one after the
+/// other or all at once; from threads inside a namespace made for the bench (the
+/// plugins create the bridge in the caller's namespace; the host's stays untouched).
+fn bridge_pods(n: usize, at_once: bool) -> (Vec<Duration>, Vec<Duration>) {
     let host = PodNetns::new();
     let dir = tempfile::tempdir().expect("temp dir");
     let data_dir = dir.path().join("host-local").display().to_string();
@@ -123,29 +130,54 @@ fn bridge_pods(n: usize) -> (Vec<Duration>, Vec<Duration>) {
     });
     let list = NetworkConfigList::from_slice(conf.to_string().as_bytes()).expect("conflist");
     let runtime = CniRuntime::new(vec!["/usr/lib/cni".into()], dir.path().join("cache"));
-    let path = host.path();
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).expect("bench namespace");
+    let pods: Vec<_> = (0..n).map(|_| (PodNetns::new(), container_id())).collect();
+    let bench_ns = host.path();
+    let enter = || {
+        let file = std::fs::File::open(&bench_ns).expect("bench namespace");
         nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
-        let pods: Vec<_> = (0..n).map(|_| (PodNetns::new(), container_id())).collect();
-        let mut add = Vec::new();
-        let mut del = Vec::new();
-        for (netns, id) in &pods {
-            let rt = RuntimeConf::new(id, netns.path(), "eth0");
-            let start = Instant::now();
+    };
+    let one = |add: bool, netns: &PodNetns, id: &str| {
+        let rt = RuntimeConf::new(id, netns.path(), "eth0");
+        let start = Instant::now();
+        if add {
             runtime.add_network_list(&list, &rt).expect("bridge ADD");
-            add.push(start.elapsed());
-        }
-        for (netns, id) in &pods {
-            let rt = RuntimeConf::new(id, netns.path(), "eth0");
-            let start = Instant::now();
+        } else {
             runtime.del_network_list(&list, &rt).expect("bridge DEL");
-            del.push(start.elapsed());
         }
-        (add, del)
-    })
-    .join()
-    .expect("bridge thread")
+        start.elapsed()
+    };
+    let start_line = std::sync::Barrier::new(pods.len());
+    let mut times = Vec::new();
+    for add in [true, false] {
+        let took: Vec<Duration> = std::thread::scope(|s| {
+            if at_once {
+                let (start_line, enter, one) = (&start_line, &enter, &one);
+                let jobs: Vec<_> = pods
+                    .iter()
+                    .map(|(netns, id)| {
+                        s.spawn(move || {
+                            enter();
+                            start_line.wait();
+                            one(add, netns, id)
+                        })
+                    })
+                    .collect();
+                jobs.into_iter()
+                    .map(|j| j.join().expect("bridge job"))
+                    .collect()
+            } else {
+                s.spawn(|| {
+                    enter();
+                    pods.iter().map(|(netns, id)| one(add, netns, id)).collect()
+                })
+                .join()
+                .expect("bridge thread")
+            }
+        });
+        times.push(took);
+    }
+    let del = times.pop().unwrap_or_default();
+    (times.pop().unwrap_or_default(), del)
 }
 
 fn report(what: &str, n: usize, took: &[Duration]) {
