@@ -118,7 +118,7 @@ fn bound_chassis(cluster: &Cluster, lsp: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_on_two_nodes_talk_over_geneve_both_ways() {
-    if !ovn_harness::require_root(env::TOOLS) {
+    if !ovn_harness::require_stack(env::EXTRA_TOOLS) {
         return;
     }
     let cluster = Cluster::start(&unique_tag("km"), 2).expect("cluster");

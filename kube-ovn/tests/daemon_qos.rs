@@ -7,22 +7,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kube_ovn::daemon::qos::{self, EgressEnforcement, QosError, QosSpec, QosTarget};
-use ovn_harness::{require_root, transfer, unique_tag, Cluster, Node, PodSpec};
+use ovn_harness::{require_stack, transfer, unique_tag, Cluster, Node, PodSpec};
 use ovs_vsctl::{Interface, Port, QoS, Queue, VsClient};
 
-const TOOLS: &[&str] = &[
-    "ovsdb-server",
-    "ovsdb-tool",
-    "ovn-northd",
-    "ovs-vswitchd",
-    "ovn-controller",
-    "ovs-vsctl",
-    "ovn-nbctl",
-    "ovn-sbctl",
-    "ip",
-    "ethtool",
-    "sysctl",
-];
+const EXTRA_TOOLS: &[&str] = &["ethtool", "sysctl"];
 
 /// Enough bytes for the shaper, not its initial bucket, to set the pace.
 fn bytes_for(mbps: u64) -> u64 {
@@ -132,7 +120,7 @@ async fn connect(node: &Node) -> VsClient {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rates_are_enforced_both_ways_and_follow_changes() {
-    if !require_root(TOOLS) {
+    if !require_stack(EXTRA_TOOLS) {
         return;
     }
     let tag = unique_tag("qr");
@@ -208,7 +196,7 @@ async fn rates_are_enforced_both_ways_and_follow_changes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn netem_rows_bad_input_and_removal() {
-    if !require_root(TOOLS) {
+    if !require_stack(EXTRA_TOOLS) {
         return;
     }
     let tag = unique_tag("qn");
@@ -342,7 +330,7 @@ fn pod_object(name: &str, node: &str, qos: &QosSpec) -> k8s_openapi::api::core::
 async fn watch_loop_reapplies_when_annotations_change() {
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, PostParams};
-    if !require_root(TOOLS) {
+    if !require_stack(EXTRA_TOOLS) {
         return;
     }
     let tag = unique_tag("qw");

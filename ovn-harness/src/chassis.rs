@@ -191,12 +191,17 @@ impl Chassis {
     /// NetworkPolicy updates (the datapath dropping what `ovn-trace` on the Southbound
     /// and the OpenFlow tables deliver), for as long as traffic kept it alive.
     pub fn purge_datapath_flows(&self) -> Result<(), HarnessError> {
-        let ctl = self.db.dir().join("ovs-vswitchd.ctl");
-        crate::run(
-            "ovs-appctl",
-            &["-t", &ctl.to_string_lossy(), "revalidator/purge"],
-        )?;
+        self.vswitchd_appctl(&["revalidator/purge"])?;
         Ok(())
+    }
+
+    /// `ovs-appctl ARGS` on the chassis' ovs-vswitchd; its output.
+    pub fn vswitchd_appctl(&self, args: &[&str]) -> Result<String, HarnessError> {
+        let ctl = self.db.dir().join("ovs-vswitchd.ctl");
+        let ctl = ctl.to_string_lossy();
+        let mut all = vec!["-t", ctl.as_ref()];
+        all.extend_from_slice(args);
+        crate::run("ovs-appctl", &all)
     }
 
     fn start_controller(&mut self) -> Result<(), HarnessError> {

@@ -95,6 +95,27 @@ pub fn require_root(tools: &[&str]) -> bool {
     require(tools)
 }
 
+/// The programs a simulated node with OVN central runs, and the tools its tests read
+/// it with: the OVSDB server and tool, ovs-vswitchd, ovn-northd, ovn-controller, the
+/// `*ctl` clients and `ip`.
+pub const STACK_TOOLS: &[&str] = &[
+    "ovsdb-server",
+    "ovsdb-tool",
+    "ovs-vswitchd",
+    "ovs-vsctl",
+    "ovn-northd",
+    "ovn-controller",
+    "ovn-nbctl",
+    "ovn-sbctl",
+    "ip",
+];
+
+/// [`require_root`] for a test that runs the whole stack ([`STACK_TOOLS`]) and also
+/// drives the tools in `extra`.
+pub fn require_stack(extra: &[&str]) -> bool {
+    require_root(&[STACK_TOOLS, extra].concat())
+}
+
 fn tool_exists(tool: &str) -> bool {
     if tool.contains('/') {
         return Path::new(tool).exists();

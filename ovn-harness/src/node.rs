@@ -190,6 +190,12 @@ impl Node {
         &self.underlay_ip
     }
 
+    /// The MAC of `br-phy`'s device, which carries the underlay address.
+    pub fn underlay_mac(&self) -> Result<String, HarnessError> {
+        let path = format!("/sys/class/net/{UNDERLAY_BRIDGE}/address");
+        Ok(self.netns.exec("cat", &[&path])?.trim().to_string())
+    }
+
     /// Plugs a fake pod as the CNI would: a namespace `pod.netns` with `eth0` (MAC,
     /// address, MTU 1500, TX checksum offload off, which TCP through the userspace
     /// datapath needs), its host end `pod.host_iface` in this node's namespace, added to
@@ -380,7 +386,28 @@ impl Cluster {
             )?;
             cluster.nodes.push(node);
         }
+        cluster.share_underlay_neighbours()?;
         Ok(cluster)
+    }
+
+    /// Tells every node's tunnel neighbour cache the underlay MAC of every other node
+    /// (`ovs-appctl tnl/neigh/set br-phy IP MAC`). OVS's userspace tunnelling drops a
+    /// packet to a tunnel endpoint it has not resolved yet while it sends the ARP
+    /// request (the kernel datapath queues it instead), so without this the first
+    /// packet from a node to another it has not talked to is lost. An entry lasts 15
+    /// minutes from its last use; setting it again renews it.
+    pub fn share_underlay_neighbours(&self) -> Result<(), HarnessError> {
+        let mut peers = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            peers.push((node.underlay_ip().to_string(), node.underlay_mac()?));
+        }
+        for node in &self.nodes {
+            for (ip, mac) in peers.iter().filter(|(ip, _)| ip != node.underlay_ip()) {
+                node.chassis
+                    .vswitchd_appctl(&["tnl/neigh/set", UNDERLAY_BRIDGE, ip, mac])?;
+            }
+        }
+        Ok(())
     }
 
     /// The central (NB, SB, northd).
@@ -401,6 +428,10 @@ impl Cluster {
             if node.revive()? {
                 revived.push(node.name().to_string());
             }
+        }
+        if !revived.is_empty() {
+            // a new ovs-vswitchd knows no neighbour, and its br-phy has a new MAC
+            self.share_underlay_neighbours()?;
         }
         Ok(revived)
     }

@@ -49,18 +49,7 @@ enum Mode {
     All,
 }
 
-const TOOLS: &[&str] = &[
-    "ovsdb-server",
-    "ovsdb-tool",
-    "ovs-vswitchd",
-    "ovs-vsctl",
-    "ovn-northd",
-    "ovn-controller",
-    "ovn-nbctl",
-    "ovn-sbctl",
-    "ip",
-    "/usr/lib/cni/portmap",
-];
+const EXTRA_TOOLS: &[&str] = &["/usr/lib/cni/portmap"];
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -70,7 +59,7 @@ fn main() -> anyhow::Result<()> {
             .with_writer(std::io::stderr)
             .init();
     }
-    if !ovn_harness::require_root(TOOLS) {
+    if !ovn_harness::require_stack(EXTRA_TOOLS) {
         return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

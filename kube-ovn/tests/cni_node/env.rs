@@ -41,21 +41,8 @@ pub fn container_id() -> String {
     format!("{:07x}{:05x}{}", std::process::id(), n, "c".repeat(52))
 }
 
-/// The tools these tests drive.
-pub const TOOLS: &[&str] = &[
-    "ovsdb-server",
-    "ovsdb-tool",
-    "ovs-vswitchd",
-    "ovs-vsctl",
-    "ovn-northd",
-    "ovn-controller",
-    "ovn-nbctl",
-    "ovn-sbctl",
-    "ip",
-    "tc",
-    "ping",
-    "python3",
-];
+/// What these tests drive beside the stack ([`ovn_harness::STACK_TOOLS`]).
+pub const EXTRA_TOOLS: &[&str] = &["tc", "ping", "python3"];
 
 /// A subnet the test sets up in NB: a logical switch attached to the cluster router.
 #[derive(Debug, Clone, Copy)]
@@ -150,7 +137,7 @@ pub struct Env {
 impl Env {
     /// Starts everything, or `None` outside CI when a tool or root is missing.
     pub async fn start(settings: impl FnOnce(&mut CniSettings)) -> Option<Env> {
-        if !ovn_harness::require_root(TOOLS) {
+        if !ovn_harness::require_stack(EXTRA_TOOLS) {
             return None;
         }
         let central = OvnCentral::start().expect("OVN central");

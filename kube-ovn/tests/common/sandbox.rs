@@ -13,16 +13,8 @@ use serde_json::Value;
 
 pub const SANDBOX: &str = env!("CARGO_BIN_EXE_kube-ovn-sandbox");
 /// The real parts a sandbox runs and its tests drive.
-pub const TOOLS: &[&str] = &[
-    "ovsdb-server",
-    "ovsdb-tool",
-    "ovs-vswitchd",
-    "ovs-vsctl",
-    "ovn-northd",
-    "ovn-controller",
-    "ovn-nbctl",
-    "ovn-sbctl",
-    "ip",
+/// What a sandbox's tests drive beside the stack it runs ([`ovn_harness::STACK_TOOLS`]).
+pub const EXTRA_TOOLS: &[&str] = &[
     "ping",
     "bash",
     "timeout",
@@ -44,7 +36,7 @@ impl Sandbox {
     /// with `tag`; `None` when a real part is missing outside CI (under CI=true that
     /// fails).
     pub fn new(tag: &str) -> Option<Sandbox> {
-        if !ovn_harness::require_root(TOOLS) {
+        if !ovn_harness::require_stack(EXTRA_TOOLS) {
             return None;
         }
         Some(Sandbox::unchecked(tag))

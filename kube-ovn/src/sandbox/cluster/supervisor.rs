@@ -32,6 +32,9 @@ const RESYNC: Duration = Duration::from_millis(250);
 const DATAPATH_CHECK: Duration = Duration::from_secs(1);
 /// How often each node's datapath flow cache is emptied (see [`keep_datapaths_up`]).
 const PURGE_EVERY: Duration = Duration::from_secs(2);
+/// How often the nodes' tunnel neighbour entries are set again (they last 15 minutes
+/// from their last use; see [`Cluster::share_underlay_neighbours`]).
+const NEIGHBOURS_EVERY: Duration = Duration::from_secs(60);
 /// The pods' and `ovn0`'s MTU: the underlay's 1600 leaves room for GENEVE, and 1400
 /// is what the nodes were measured with (`node-simulation.md`).
 const POD_MTU: u32 = 1400;
@@ -221,7 +224,9 @@ pub async fn supervise(opts: SuperviseOptions) -> Result<(), SandboxError> {
 /// each node's datapath flow cache is emptied ([`Cluster::purge_datapath_flows`]):
 /// Debian's OVS 3.1.0 userspace datapath has been seen here to keep serving a cached
 /// flow that no longer matched the OpenFlow tables after NetworkPolicy updates (a
-/// connection `ovn-trace` and the tables allow, dropped), as long as traffic used it.
+/// connection `ovn-trace` and the tables allow, dropped), as long as traffic used it;
+/// every [`NEIGHBOURS_EVERY`] each node is told the others' underlay MACs again, so an
+/// idle sandbox's first packet to another node is not lost to an ARP request.
 async fn keep_datapaths_up(
     layout: &StateLayout,
     running: &mut Running,
@@ -231,6 +236,7 @@ async fn keep_datapaths_up(
     tokio::pin!(signal);
     let mut tick = tokio::time::interval(DATAPATH_CHECK);
     let mut last_purge = Instant::now();
+    let mut last_neighbours = Instant::now();
     loop {
         tokio::select! {
             () = &mut signal => return,
@@ -243,6 +249,12 @@ async fn keep_datapaths_up(
             last_purge = Instant::now();
             if let Err(err) = tokio::task::block_in_place(|| cluster.purge_datapath_flows()) {
                 tracing::warn!(error = %err, "datapath flow purge failed");
+            }
+        }
+        if last_neighbours.elapsed() >= NEIGHBOURS_EVERY {
+            last_neighbours = Instant::now();
+            if let Err(err) = tokio::task::block_in_place(|| cluster.share_underlay_neighbours()) {
+                tracing::warn!(error = %err, "renewing the tunnel neighbours failed");
             }
         }
         // a restart waits (bounded) for the bridge: off the async workers
