@@ -42,12 +42,12 @@ pub(crate) fn write(name: &str, value: &str, ifname: &str, namespace: &str) -> R
     })
 }
 
-/// Apply [`POD_SYSCTLS`] (when the kernel has IPv6, or must have it) and
-/// the caller's extras.
 /// `addr_gen_mode` 1 (none): the interface gets no IPv6 link-local address when it
 /// comes up; written before it does.
 pub const NO_LINK_LOCAL: (&str, &str) = ("net.ipv6.conf.IFNAME.addr_gen_mode", "1");
 
+/// Apply [`POD_SYSCTLS`] (when the kernel has IPv6, or must have it), [`NO_LINK_LOCAL`]
+/// unless `link_local`, and the caller's extras.
 pub(crate) fn apply(
     extra: &[(String, String)],
     ifname: &str,
