@@ -35,11 +35,3 @@ for pidfile in /var/run/openvswitch/*.pid /var/run/ovn/*.pid /run/openvswitch/*.
     fi
     rm -f "$pidfile"
 done
-
-
-# cargo-fuzz drives the bounded fuzz runs at the end of scripts/test.sh (on stable, through
-# RUSTC_BOOTSTRAP=1 and `-s none`).
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "installing: cargo-fuzz"
-    cargo install cargo-fuzz --locked
-fi

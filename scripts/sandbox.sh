@@ -21,7 +21,8 @@ bash scripts/install-deps.sh
 
 echo "== building kube-ovn-sandbox, kube-ovn-controller, kube-ovn-daemon, kube-ovn (CNI), kubectl-ko"
 flags=(); [[ $PROFILE == release ]] && flags=(--release)
-cargo build -q "${flags[@]}" -p kube-ovn --bins
+cargo build -q "${flags[@]}" -p kube-ovn-sandbox -p kube-ovn-controller -p kube-ovn-daemon \
+    -p kube-ovn-cni -p kubectl-ko --bins
 BIN=$PWD/target/$PROFILE
 export PATH=$BIN:$PATH   # kube-ovn-sandbox, and kubectl-ko for `kubectl ko`
 

@@ -10,18 +10,29 @@ set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+# cargo-fuzz drives the bounded fuzz runs below (on stable, through RUSTC_BOOTSTRAP=1 and
+# `-s none`); only the tests need it, so the sandbox's install step leaves it out.
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing: cargo-fuzz"
+    cargo install cargo-fuzz --locked
+fi
 
 export CI=${CI:-true}
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The OVSDB core without the tokio client (the `client` feature).
 cargo check -p kube-ovn-ovsdb --no-default-features
-# Every library crate packages: metadata, files, versioned in-workspace dependencies, in
-# dependency order (the unpublished kube-ovn, benches and examples are left out).
+# The layout's arrows: no production crate depends on the sandbox, the harness or the
+# test support; the CNI shim has no Kubernetes client, async runtime or TLS; the API
+# crate no async runtime.
+bash scripts/check-layout.sh
+# Every crate meant to be published packages: metadata, files, versioned in-workspace
+# dependencies, in dependency order (the unpublished sandbox, test support, benches and
+# examples are left out).
 # --no-verify: no second build of the workspace; --allow-dirty: this checks packaging,
 # not whether the tree is committed.
-cargo package --workspace --exclude kube-ovn --exclude kube-ovn-benches \
-    --exclude kube-ovn-examples --no-verify --allow-dirty
+cargo package --workspace --exclude kube-ovn-sandbox --exclude kube-ovn-test-support \
+    --exclude kube-ovn-benches --exclude kube-ovn-examples --no-verify --allow-dirty
 # Bounded fuzzing of every cargo-fuzz target, on stable: libFuzzer's flags need
 # RUSTC_BOOTSTRAP, and `-s none` builds without a sanitizer. New corpus entries land in
 # <crate>/fuzz/corpus/<target> (not committed); the committed seeds are read too.

@@ -15,7 +15,7 @@
 //!
 //! Run (the binary first: `cargo bench` holds the target directory while the bench
 //! runs, and the bench refuses a binary older than its sources):
-//! `cargo build --release -p kube-ovn --bin kube-ovn-controller &&
+//! `cargo build --release -p kube-ovn-controller --bin kube-ovn-controller &&
 //! cargo bench -p kube-ovn-benches --bench controller [-- pods|restart]` (both when
 //! neither is named). Smaller runs: `CONTROLLER_BENCH_PODS` (pods mode, default
 //! 10000), `CONTROLLER_BENCH_RESTART_PODS` (default 100000) and

@@ -17,9 +17,9 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube_ovn::annotations::{IpPair, PodNetwork, Provider};
-use kube_ovn::controller::network_policy::names::Family;
-use kube_ovn::controller::network_policy::sync;
+use kube_ovn_api::annotations::{IpPair, PodNetwork, Provider};
+use kube_ovn_controller::network_policy::names::Family;
+use kube_ovn_controller::network_policy::sync;
 
 /// No Node objects: node access groups are left out of the measure.
 const NO_NODES: &[k8s_openapi::api::core::v1::Node] = &[];

@@ -15,8 +15,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::Client;
-use kube_ovn::annotations::NamespaceAnnotations;
-use kube_ovn::crd::{Subnet, SubnetSpec};
+use kube_ovn_api::annotations::NamespaceAnnotations;
+use kube_ovn_api::crd::{Subnet, SubnetSpec};
 use ovn_harness::{Db, OvsdbServer};
 
 /// Creates or deletes in flight at once against the API server.
@@ -57,7 +57,7 @@ impl Cluster {
             .expect("the embedded API server");
         let client = api.kube_client().expect("a client");
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for crd in kube_ovn::crd::crds() {
+        for crd in kube_ovn_api::crd::crds() {
             crds.create(&PostParams::default(), &crd)
                 .await
                 .expect("CRD");
@@ -196,7 +196,7 @@ pub fn controller_binary() -> PathBuf {
         .and_then(Path::parent)
         .expect("target dir")
         .join("kube-ovn-controller");
-    let build = "cargo build --release -p kube-ovn --bin kube-ovn-controller";
+    let build = "cargo build --release -p kube-ovn-controller --bin kube-ovn-controller";
     let built = std::fs::metadata(&binary)
         .and_then(|m| m.modified())
         .unwrap_or_else(|_| panic!("no {}: run `{build}` first", binary.display()));

@@ -1,0 +1,26 @@
+//! One reconciler per kind, started after [`bootstrap()`] has written the cluster-wide
+//! northbound rows every reconciler builds on; [`run()`] starts them.
+//!
+//! The Subnet and Pod reconcilers exist so far; nodes and IP pools come next.
+
+pub mod bootstrap;
+pub mod cache;
+pub mod config;
+pub mod context;
+pub mod defaults;
+pub mod network_policy;
+pub mod node;
+pub mod pod;
+pub mod run;
+pub mod service;
+pub mod subnet;
+
+pub use bootstrap::{bootstrap, BootstrapError, BootstrapReport, BootstrapStep, VENDOR};
+pub use context::Context;
+pub use defaults::ensure_default_subnets;
+pub use run::{run, run_reconcilers, RunError};
+pub mod events;
+pub mod gc;
+pub mod ipam_rebuild;
+pub mod ippool;
+pub mod leader;
