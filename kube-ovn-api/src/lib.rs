@@ -6,7 +6,8 @@
 //! - [`annotations`]: the `ovn.kubernetes.io/*` annotations of pods, namespaces and
 //!   nodes as typed structs, parsed and rendered in Kube-OVN's formats;
 //! - [`naming`]: Kube-OVN's naming rules: port and IP object names, IPAM owners,
-//!   `external_ids` keys, the `vendor` every row carries.
+//!   `external_ids` keys, the `vendor` every row carries;
+//! - [`key`]: typed object keys ([`NamespacedName`]) instead of `"ns/name"` strings.
 //!
 //! No async runtime and no client: the types are `kube::Resource`s, so any kube-rs
 //! `Api` reads and writes them.
@@ -27,7 +28,8 @@
 //! ]);
 //! let network = PodNetwork::parse(&Provider::ovn(), &annotations).unwrap();
 //! assert!(network.is_allocated());
-//! assert_eq!(network.ip_address.as_ref().unwrap().to_string(), "10.16.0.5");
+//! let ip = network.ip_address.as_ref().unwrap();
+//! assert_eq!(ip.v4, Some("10.16.0.5".parse().unwrap()));
 //! assert_eq!(network.logical_switch.as_deref(), Some("ovn-default"));
 //! ```
 //!
@@ -48,4 +50,7 @@
 
 pub mod annotations;
 pub mod crd;
+pub mod key;
 pub mod naming;
+
+pub use key::NamespacedName;

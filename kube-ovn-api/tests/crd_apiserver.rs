@@ -3,7 +3,7 @@
 //! `StatusSubresource::STATUS_SUBRESOURCE` says (`/status`, or with the object for Vip), and
 //! reads back unchanged. This is what lets users moving from Kube-OVN keep their CRDs.
 
-use kube_ovn_test_support as common;
+mod common;
 
 use std::fmt::Debug;
 

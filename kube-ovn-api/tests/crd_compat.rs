@@ -2,7 +2,7 @@
 //! scope, status subresource and printer columns, and a property in our types for every
 //! property Kube-OVN's schema declares under `spec` and `status`.
 
-use kube_ovn_test_support as common;
+mod common;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! Kube-OVN-style objects (tests/data/samples.yaml) are valid under Kube-OVN's chart schema
 //! and under ours, and survive a round trip through our types without losing a field.
 
-use kube_ovn_test_support as common;
+mod common;
 
 use common::{kube_ovn_crds, our_crds, schema, yaml_documents, KINDS};
 use kube_ovn_api::crd::{

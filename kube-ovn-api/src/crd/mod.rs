@@ -124,7 +124,8 @@ fn without_status_subresource(mut crd: CustomResourceDefinition) -> CustomResour
 }
 
 /// The command that regenerates `dist/crds.yaml`.
-pub const CRDS_YAML_COMMAND: &str = "cargo run -p kube-ovn-api --bin kube-ovn-crdgen > dist/crds.yaml";
+pub const CRDS_YAML_COMMAND: &str =
+    "cargo run -p kube-ovn-api --bin kube-ovn-crdgen > dist/crds.yaml";
 
 /// Printing the CRDs as YAML failed.
 #[derive(Debug, thiserror::Error)]

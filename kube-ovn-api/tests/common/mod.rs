@@ -1,5 +1,7 @@
 //! Helpers shared by the CRD tests: Kube-OVN's chart CRDs and ours as JSON, keyed by kind.
 
+#![allow(dead_code)] // each test binary uses a different part
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -22,6 +24,7 @@ pub const KINDS: [&str; 13] = [
     "SwitchLBRule",
 ];
 
+/// A file of `kube-ovn-api/tests/data`: Kube-OVN's chart CRDs and sample objects.
 pub fn data_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
