@@ -230,7 +230,10 @@ impl MatrixReport {
     /// columns destinations; `.` allowed, `X` denied; a mismatching
     /// observed cell is followed by `!`), then every mismatch spelled out.
     pub fn render(&self) -> String {
-        let mut out = String::new();
+        let mut out = String::from(
+            "rows: from pod; columns: to pod (numbered as the rows); \
+             `.` allowed, `X` denied, `!` observed differs from expected\n",
+        );
         let mut groups: Vec<(u16, String)> = Vec::new();
         for p in &self.probes {
             if !groups.contains(&(p.port, p.protocol.clone())) {

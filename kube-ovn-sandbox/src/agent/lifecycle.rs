@@ -51,7 +51,9 @@ impl NodeAgent {
         })
     }
 
-    pub(super) async fn start(&mut self, pod: &Pod) -> Result<(), AgentError> {
+    /// Namespace, CNI ADD, responder: the pod runs once this returns. Takes `&self`, so
+    /// that many pods start at once; the caller keeps the [`RunningPod`].
+    pub(super) async fn start(&self, pod: &Pod) -> Result<RunningPod, AgentError> {
         let key = key_of(pod);
         let pod_id = format!("{}/{}", key.0, key.1);
         self.hold(pod).await?;
@@ -86,22 +88,34 @@ impl NodeAgent {
             };
         self.directory
             .insert(&key.0, &key.1, PodEntry { netns: path, log });
-        let started = now();
-        let status = running_status(pod, &self.config.host_ip, &ips, true, &started);
         tracing::info!(pod = %pod_id, ?ips, node = %self.config.node, "pod running");
-        self.pods.insert(
-            key.clone(),
-            RunningPod {
-                uid,
-                netns_name,
-                attachment,
-                responder,
-                ips,
-                started,
-                reported: (true, readiness_gates_pass(pod)),
-            },
+        Ok(RunningPod {
+            uid,
+            netns_name,
+            attachment,
+            responder,
+            ips,
+            started: now(),
+            reported: None,
+        })
+    }
+
+    /// Writes a just started pod's Running status; a failed write is made again by the
+    /// next pass's readiness report.
+    pub(super) async fn report_started(&self, pod: &Pod, running: &mut RunningPod) {
+        let key = key_of(pod);
+        let reported = (true, readiness_gates_pass(pod));
+        let status = running_status(
+            pod,
+            &self.config.host_ip,
+            &running.ips,
+            true,
+            &running.started,
         );
-        self.patch_status(&key, &status).await
+        match self.patch_status(&key, &status).await {
+            Ok(()) => running.reported = Some(reported),
+            Err(e) => tracing::warn!(error = %e, "pod status write failed"),
+        }
     }
 
     /// CNI DEL, responder stopped, namespace removed (each step tried even

@@ -13,6 +13,7 @@ use super::responder::{PodLog, Responder};
 use super::runtime::{PodDirectory, PodEntry};
 use cni_spec::runtime::{CniRuntime, RuntimeConf, RuntimeError};
 use cni_spec::{CniArgs, NetworkConfigList};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -24,6 +25,11 @@ use std::time::Duration;
 /// The finalizer the agent puts on the pods it runs, so that their
 /// network is torn down before the object goes.
 pub const FINALIZER: &str = "sandbox.kube-ovn.io/node-agent";
+
+/// How many pods one agent starts at once. kubelet gives every pod its own worker, so a
+/// burst of pods bound to a node is started side by side, not one after another; the
+/// bound keeps a burst of hundreds from running hundreds of CNI ADDs at once.
+pub const PARALLEL_STARTS: usize = 16;
 
 /// How one node agent runs.
 #[derive(Debug, Clone)]
@@ -93,8 +99,9 @@ struct RunningPod {
     responder: Responder,
     ips: Vec<String>,
     started: String,
-    /// What was last written: (ContainersReady, Ready).
-    reported: (bool, bool),
+    /// What was last written: (ContainersReady, Ready); `None` until a status write
+    /// succeeded, so a failed one is made again on the next pass.
+    reported: Option<(bool, bool)>,
 }
 
 impl std::fmt::Debug for RunningPod {
@@ -211,7 +218,8 @@ impl NodeAgent {
         }
     }
 
-    /// One pass: start new pods, tear down deleted ones, report readiness.
+    /// One pass: tear down deleted pods, report readiness, start new pods (up to
+    /// [`PARALLEL_STARTS`] at once).
     pub async fn reconcile_once(&mut self) -> Result<(), AgentError> {
         let api: Api<Pod> = Api::all(self.client.clone());
         let selector = format!("spec.nodeName={}", self.config.node);
@@ -220,6 +228,7 @@ impl NodeAgent {
             .await
             .map_err(|e| self.api_error(e))?;
         let mut present = std::collections::HashSet::new();
+        let mut new_pods = Vec::new();
         for pod in listed.items {
             let key = key_of(&pod);
             let uid = pod.metadata.uid.clone().unwrap_or_default();
@@ -239,10 +248,8 @@ impl NodeAgent {
             present.insert(key.clone());
             if same {
                 self.report_readiness(&pod).await?;
-            } else if let Err(e) = self.start(&pod).await {
-                tracing::warn!(error = %e, "pod start failed");
-                self.patch_status(&key, &failed_start_status(&e.to_string()))
-                    .await?;
+            } else {
+                new_pods.push(pod);
             }
         }
         let gone: Vec<_> = self
@@ -255,6 +262,43 @@ impl NodeAgent {
             if let Some(running) = self.pods.remove(&key) {
                 self.stop(&key, running).await;
             }
+        }
+        self.start_all(new_pods).await
+    }
+
+    /// Starts `pods` side by side, each reporting Running as soon as it is, and keeps
+    /// those that started; a pod that did not gets the failure in its status.
+    async fn start_all(&mut self, pods: Vec<Pod>) -> Result<(), AgentError> {
+        let this = &*self;
+        let outcomes: Vec<_> = futures::stream::iter(pods)
+            .map(|pod| async move {
+                let key = key_of(&pod);
+                let outcome = match this.start(&pod).await {
+                    Ok(mut running) => {
+                        this.report_started(&pod, &mut running).await;
+                        Ok(running)
+                    }
+                    Err(e) => Err(e),
+                };
+                (key, outcome)
+            })
+            .buffer_unordered(PARALLEL_STARTS)
+            .collect()
+            .await;
+        let mut failed = Vec::new();
+        for (key, outcome) in outcomes {
+            match outcome {
+                Ok(running) => {
+                    self.pods.insert(key, running);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "pod start failed");
+                    failed.push((key, e.to_string()));
+                }
+            }
+        }
+        for (key, why) in failed {
+            self.patch_status(&key, &failed_start_status(&why)).await?;
         }
         Ok(())
     }
@@ -298,10 +342,9 @@ impl NodeAgent {
             containers_ready,
             containers_ready && readiness_gates_pass(pod),
         );
-        if now == running.reported {
+        if Some(now) == running.reported {
             return Ok(());
         }
-        running.reported = now;
         let status = running_status(
             pod,
             &self.config.host_ip,
@@ -309,7 +352,11 @@ impl NodeAgent {
             containers_ready,
             &running.started,
         );
-        self.patch_status(&key, &status).await
+        self.patch_status(&key, &status).await?;
+        if let Some(running) = self.pods.get_mut(&key) {
+            running.reported = Some(now);
+        }
+        Ok(())
     }
 
     /// Adds the agent's finalizer (compare-and-swap on resourceVersion, so a
