@@ -1,8 +1,11 @@
 //! What Kube-OVN's long-running commands (controller, daemon, `kubectl ko`, the sandbox)
-//! share: the Kubernetes client built from `--kubeconfig` ([`kube_client`]) and flags
-//! taken as Kube-OVN's Go commands take them ([`flags`]).
+//! share: the Kubernetes client built from `--kubeconfig` ([`kube_client`]) flags
+//! taken as Kube-OVN's Go commands take them ([`flags`]), and the shutdown signal
+//! ([`shutdown_signal`]).
 
 pub mod flags;
 pub mod kube_client;
+mod shutdown;
 
 pub use kube_client::{kube_client, KubeClientError};
+pub use shutdown::shutdown_signal;

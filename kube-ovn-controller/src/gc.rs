@@ -377,20 +377,6 @@ pub async fn run(ctx: Arc<Context>) {
     // stop with the other reconcilers (kube-rs's `shutdown_on_signal`)
     tokio::select! {
         () = rounds => {}
-        () = shutdown_signal() => {}
-    }
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut term) = signal(SignalKind::terminate()) else {
-        // no SIGTERM handler: wait for SIGINT alone
-        let _ = tokio::signal::ctrl_c().await;
-        return;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+        () = kube_ovn_cmd::shutdown_signal() => {}
     }
 }

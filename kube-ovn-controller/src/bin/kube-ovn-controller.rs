@@ -79,7 +79,7 @@ async fn run(config: &ControllerConfig) -> anyhow::Result<()> {
             }
         }
     };
-    let stop = controller::gc::shutdown_signal();
+    let stop = kube_ovn_cmd::shutdown_signal();
     leader::run_as_leader(client, &election, term, stop)
         .await
         .context("leader election")?;

@@ -128,7 +128,7 @@ async fn run(flags: &DaemonFlags) -> anyhow::Result<()> {
         }
     };
     let signal = async {
-        shutdown_signal().await;
+        kube_ovn_cmd::shutdown_signal().await;
         let _ = stop.send(true);
     };
     let node = async {
@@ -223,16 +223,4 @@ fn service_cidrs(text: &str) -> anyhow::Result<Vec<ipnet::IpNet>> {
                 .with_context(|| format!("--service-cluster-ip-range: {c:?} is not a CIDR"))
         })
         .collect()
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut term) = signal(SignalKind::terminate()) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
 }

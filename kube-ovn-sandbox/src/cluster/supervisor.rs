@@ -232,7 +232,7 @@ async fn keep_datapaths_up(
     running: &mut Running,
     record: &mut SandboxRecord,
 ) {
-    let signal = wait_for_signal();
+    let signal = kube_ovn_cmd::shutdown_signal();
     tokio::pin!(signal);
     let mut tick = tokio::time::interval(DATAPATH_CHECK);
     let mut last_purge = Instant::now();
@@ -273,21 +273,6 @@ async fn keep_datapaths_up(
         if let Err(err) = record.save(&layout.record()) {
             tracing::error!(error = %err, "the process record could not be saved");
         }
-    }
-}
-
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // without signal handlers the default action (exit) applies: nothing to wait for
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
     }
 }
 
@@ -350,6 +335,10 @@ async fn start(
         .tasks
         .push(tokio::spawn(run_controllers(client.clone(), RESYNC)));
     wait_default_subnet(&client, running.controller.as_mut().expect("set above")).await?;
+    let cluster = running.cluster.as_ref().expect("set above");
+    for (node, daemon) in cluster.nodes().iter().zip(running.daemons.iter_mut()) {
+        wait_ovn0_plugged(node, daemon).await?;
+    }
     SandboxState {
         nb_remote: nb,
         sb_remote: sb,
@@ -425,6 +414,27 @@ async fn start_daemon(
     part.wait_ready(|| socket.exists() && conflist.exists())
         .await?;
     Ok(part)
+}
+
+/// A node is ready for its pods once its daemon has plugged `ovn0` into `br-int` and
+/// ovn-controller has installed it: before that the node cannot reach its pods (kubelet's
+/// probes) and `kubectl ko diagnose` reports the port missing.
+async fn wait_ovn0_plugged(node: &Node, daemon: &mut Part) -> Result<(), SandboxError> {
+    let port = kube_ovn_api::naming::node_port_name(node.name());
+    let iface_id = format!("external_ids:iface-id={port}");
+    daemon
+        .wait_ready(|| {
+            let found = node.chassis().vsctl(&[
+                "--bare",
+                "--columns=name",
+                "find",
+                "Interface",
+                &iface_id,
+                "external_ids:ovn-installed=true",
+            ]);
+            found.is_ok_and(|names| !names.trim().is_empty())
+        })
+        .await
 }
 
 fn agent_config(opts: &SuperviseOptions, node: &Node) -> AgentConfig {
