@@ -122,14 +122,62 @@ pub fn no_rules_address_set(
     format!("{pg}.{direction}.{kind}.{}.all", family.name())
 }
 
-/// The `np` external id of a policy's port group: `<ns>/<name>`.
-pub fn policy_key(ns: &str, name: &str) -> String {
-    format!("{ns}/{name}")
+/// Which NetworkPolicy a row belongs to: its namespace and name. On the wire (the
+/// `np` external id) it is the string `<ns>/<name>`, written by [`PolicyKey`]'s
+/// `Display` and read back by [`PolicyKey::parse`]; inside the reconciler it stays
+/// typed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PolicyKey {
+    /// The policy's namespace.
+    pub namespace: String,
+    /// The policy's name.
+    pub name: String,
 }
 
-/// The `np` external id of a policy's address sets: `<ns>/<name>/<direction>`.
-pub fn address_set_key(ns: &str, name: &str, direction: Direction) -> String {
-    format!("{ns}/{name}/{direction}")
+impl PolicyKey {
+    /// The key of policy `name` in namespace `namespace`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> PolicyKey {
+        PolicyKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The key of a NetworkPolicy object (missing fields read as empty).
+    pub fn of(np: &k8s_openapi::api::networking::v1::NetworkPolicy) -> PolicyKey {
+        PolicyKey::new(
+            np.metadata.namespace.clone().unwrap_or_default(),
+            np.metadata.name.clone().unwrap_or_default(),
+        )
+    }
+
+    /// Reads a port group's `np` external id, `<ns>/<name>` (the name is what follows
+    /// the first `/`); None without a `/`.
+    pub fn parse(id: &str) -> Option<PolicyKey> {
+        let (namespace, name) = id.split_once('/')?;
+        Some(PolicyKey::new(namespace, name))
+    }
+
+    /// Reads an address set's `np` external id, `<ns>/<name>/<direction>`: the policy
+    /// it names; None unless the id has exactly three parts.
+    pub fn parse_address_set(id: &str) -> Option<PolicyKey> {
+        let (policy, _direction) = id.rsplit_once('/')?;
+        let key = PolicyKey::parse(policy)?;
+        (!key.name.contains('/')).then_some(key)
+    }
+
+    /// The `np` external id of the policy's address sets of `direction`:
+    /// `<ns>/<name>/<direction>`.
+    pub fn address_set_id(&self, direction: Direction) -> String {
+        format!("{self}/{direction}")
+    }
+}
+
+impl fmt::Display for PolicyKey {
+    /// `<ns>/<name>`: the `np` external id of the policy's port group.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
 }
 
 /// An ACL name, cut to 63 characters as Kube-OVN's `setACLName` does.
@@ -167,7 +215,7 @@ pub fn no_rules_acl_name(ns: &str, name: &str, direction: Direction, family: Fam
 
 /// The name of a policy's default drop ACL: `<ns>/<name>`.
 pub fn drop_acl_name(ns: &str, name: &str) -> String {
-    acl_name(policy_key(ns, name))
+    acl_name(PolicyKey::new(ns, name).to_string())
 }
 
 #[cfg(test)]
@@ -199,5 +247,25 @@ mod tests {
         let long = allow_acl_name("x", &"p".repeat(80), Direction::Ingress, Family::V4, 0);
         assert_eq!(long.len(), 63);
         assert!(long.ends_with("..."));
+    }
+
+    #[test]
+    fn policy_keys_round_trip_their_external_ids() {
+        let key = PolicyKey::new("x", "allow-web");
+        assert_eq!(key.to_string(), "x/allow-web");
+        assert_eq!(PolicyKey::parse("x/allow-web"), Some(key.clone()));
+        assert_eq!(key.address_set_id(Direction::Egress), "x/allow-web/egress");
+        assert_eq!(
+            PolicyKey::parse_address_set("x/allow-web/ingress"),
+            Some(key)
+        );
+        // the node groups' `node/<node>` reads as a key too: the caller checks the name
+        assert_eq!(
+            PolicyKey::parse("node/n1"),
+            Some(PolicyKey::new("node", "n1"))
+        );
+        assert_eq!(PolicyKey::parse("nokey"), None);
+        assert_eq!(PolicyKey::parse_address_set("x/allow-web"), None);
+        assert_eq!(PolicyKey::parse_address_set("a/b/c/d"), None);
     }
 }

@@ -13,7 +13,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use ovn_nb::{NbClient, NbError};
 
 use super::acl::{render, UnresolvedPort};
-use super::names::{self, Family};
+use super::names::{Family, PolicyKey};
 use super::node_access::{write_node_acls, write_node_groups, write_node_members, NodeView};
 use super::rows::{
     owned_sets, remove_stale, remove_unwanted_sets, write_members, write_policy, write_policy_acls,
@@ -22,7 +22,7 @@ use super::selection::Snapshot;
 use super::validate::{validate, NpInvalid, ValidPolicy};
 use kube_ovn_api::annotations::CidrPair;
 
-/// Why a pass failed; the next event retries it.
+/// Why a pass failed; it is retried ([`super::watch`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpError {
@@ -95,9 +95,7 @@ pub async fn sync<'a>(
     // update, and the previous version would still be in force
     let mut keep = BTreeSet::new();
     for np in policies {
-        let ns = np.metadata.namespace.clone().unwrap_or_default();
-        let name = np.metadata.name.clone().unwrap_or_default();
-        keep.insert(names::policy_key(&ns, &name));
+        keep.insert(PolicyKey::of(np));
         match validate(np) {
             Ok(policy) => valid.push(policy),
             Err(invalid) => {
@@ -138,7 +136,7 @@ pub async fn sync<'a>(
     for policy in &valid {
         let rendered = render(policy, &snapshot, families);
         for port in &rendered.unresolved {
-            let key = names::policy_key(&policy.namespace, &policy.name);
+            let key = policy.key().to_string();
             tracing::warn!(policy = %key, field = %port.field, port = %port.name, "named port declared by no destination pod: it matches nothing");
             report.unresolved.push((key, port.clone()));
         }

@@ -16,7 +16,7 @@ use ovn_nb::{
 use ovsdb::typed::Stored;
 
 use super::acl::RenderedAcls;
-use super::names::{self, Direction, Family, NP_KEY};
+use super::names::{self, Direction, Family, PolicyKey, NP_KEY};
 use super::selection::Snapshot;
 use super::validate::{Peer, ValidPolicy};
 use crate::bootstrap::VENDOR;
@@ -31,11 +31,11 @@ pub fn wanted_sets(
     policy: &ValidPolicy,
     families: &[Family],
 ) -> BTreeMap<String, (String, Option<BTreeSet<String>>)> {
-    let (ns, name) = (policy.namespace.as_str(), policy.name.as_str());
-    let pg = names::port_group(ns, name);
+    let pg = names::port_group(&policy.namespace, &policy.name);
+    let policy_key = policy.key();
     let mut sets = BTreeMap::new();
     for direction in [Direction::Ingress, Direction::Egress] {
-        let key = names::address_set_key(ns, name, direction);
+        let key = policy_key.address_set_id(direction);
         if policy.rules(direction).is_some_and(<[_]>::is_empty) {
             // Kube-OVN's `.all` sets of a direction governed without rules: empty
             for &family in families {
@@ -154,7 +154,7 @@ pub fn write_policy(
     let pg = names::port_group(ns, name);
     let store = txn.store();
     let pg_ids = ids([
-        (NP_KEY, names::policy_key(ns, name)),
+        (NP_KEY, policy.key().to_string()),
         ("vendor", VENDOR.to_string()),
     ]);
     match store.by_name::<PortGroup>(&pg)?.into_iter().next() {
@@ -195,11 +195,10 @@ pub fn remove_unwanted_sets(
     txn: &mut NbTxn<'_>,
     policy: &ValidPolicy,
     families: &[Family],
-    owned: &BTreeMap<String, Vec<String>>,
+    owned: &BTreeMap<PolicyKey, Vec<String>>,
 ) -> Result<(), NbError> {
     let wanted_sets = wanted_sets(policy, families);
-    let key = names::policy_key(&policy.namespace, &policy.name);
-    for set in owned.get(&key).into_iter().flatten() {
+    for set in owned.get(&policy.key()).into_iter().flatten() {
         if !wanted_sets.contains_key(set) {
             txn.if_exists().address_set_del(set)?;
         }
@@ -218,19 +217,18 @@ pub fn write_policy_acls(
     write_group_acls(txn, &pg, rendered.acls.values())
 }
 
-/// The names of the address sets each policy (`<ns>/<name>`) owns, from one scan.
-pub fn owned_sets(txn: &NbTxn<'_>) -> Result<BTreeMap<String, Vec<String>>, NbError> {
-    let mut owned: BTreeMap<String, Vec<String>> = BTreeMap::new();
+/// The names of the address sets each policy owns, from one scan.
+pub fn owned_sets(txn: &NbTxn<'_>) -> Result<BTreeMap<PolicyKey, Vec<String>>, NbError> {
+    let mut owned: BTreeMap<PolicyKey, Vec<String>> = BTreeMap::new();
     for row in txn.store().rows::<AddressSet>()? {
-        let Some(key) = row.external_ids.get(NP_KEY) else {
+        let Some(policy) = row
+            .external_ids
+            .get(NP_KEY)
+            .and_then(|id| PolicyKey::parse_address_set(id))
+        else {
             continue;
         };
-        if let Some((policy, _direction)) = key.rsplit_once('/') {
-            owned
-                .entry(policy.to_string())
-                .or_default()
-                .push(row.row.name.clone());
-        }
+        owned.entry(policy).or_default().push(row.row.name.clone());
     }
     Ok(owned)
 }
@@ -294,33 +292,37 @@ pub fn write_members(
 }
 
 /// Removes the port groups (their ACLs go with them) and address sets of policies
-/// not in `keep` (`<ns>/<name>` keys).
-pub fn remove_stale(txn: &mut NbTxn<'_>, keep: &BTreeSet<String>) -> Result<(), NbError> {
+/// not in `keep`.
+pub fn remove_stale(txn: &mut NbTxn<'_>, keep: &BTreeSet<PolicyKey>) -> Result<(), NbError> {
     let store = txn.store();
     let ours =
         |ids: &BTreeMap<String, String>| ids.get("vendor").map(String::as_str) == Some(VENDOR);
     for group in store.rows::<PortGroup>()? {
-        let Some(key) = group.external_ids.get(NP_KEY) else {
+        let Some(key) = group
+            .external_ids
+            .get(NP_KEY)
+            .and_then(|id| PolicyKey::parse(id))
+        else {
             continue;
         };
         // node.<node> and <subnet>.<node> groups carry np keys too: a policy's group
         // is the one named after its key
-        let Some((ns, name)) = key.split_once('/') else {
-            continue;
-        };
         if ours(&group.external_ids)
-            && group.name == names::port_group(ns, name)
-            && !keep.contains(key)
+            && group.name == names::port_group(&key.namespace, &key.name)
+            && !keep.contains(&key)
         {
             txn.if_exists().pg_del(&group.name)?;
         }
     }
     for set in store.rows::<AddressSet>()? {
-        let Some(key) = set.external_ids.get(NP_KEY) else {
+        let Some(policy) = set
+            .external_ids
+            .get(NP_KEY)
+            .and_then(|id| PolicyKey::parse_address_set(id))
+        else {
             continue;
         };
-        let policy = key.rsplit_once('/').map(|(p, _)| p).unwrap_or_default();
-        if ours(&set.external_ids) && key.matches('/').count() == 2 && !keep.contains(policy) {
+        if ours(&set.external_ids) && !keep.contains(&policy) {
             txn.if_exists().address_set_del(&set.name)?;
         }
     }

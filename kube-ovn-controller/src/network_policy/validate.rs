@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::core::Selector;
 
-use super::names::Direction;
+use super::names::{Direction, PolicyKey};
 
 /// Why a NetworkPolicy is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,6 +126,11 @@ pub struct ValidPolicy {
 }
 
 impl ValidPolicy {
+    /// The policy's key (its rows' `np` external id).
+    pub fn key(&self) -> PolicyKey {
+        PolicyKey::new(self.namespace.as_str(), self.name.as_str())
+    }
+
     /// The rules of one direction, None when the policy does not govern it.
     pub fn rules(&self, direction: Direction) -> Option<&[Rule]> {
         match direction {
