@@ -5,6 +5,11 @@
 //! within [`SETTLE`] after it, are taken together by the next one. The first pass
 //! waits until all three stores hold a full list, so nothing is removed for want of a
 //! list.
+//!
+//! A pass that fails (NB unreachable, a transaction refused) is run again on a timer,
+//! with or without a new event: after [`RETRY_MIN`], doubling with each failure in a
+//! row up to [`RETRY_MAX`], back to [`RETRY_MIN`] once a pass succeeds ([`Backoff`]).
+//! An event that comes before the timer runs the pass at once, as always.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +29,31 @@ use crate::Context;
 /// The least time from the end of one pass to the start of the next: under a stream
 /// of events, passes take turns with this much rest.
 pub const SETTLE: Duration = Duration::from_millis(100);
+/// How long after a first failed pass it is run again.
+pub const RETRY_MIN: Duration = Duration::from_millis(500);
+/// The longest wait between retries of a pass that keeps failing.
+pub const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// The retry delays of a pass that fails: [`RETRY_MIN`] doubled per failure in a row,
+/// at most [`RETRY_MAX`]; a success starts over.
+#[derive(Debug, Clone, Default)]
+pub struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    /// Counts a failure; how long to wait before the next try.
+    pub fn failed(&mut self) -> Duration {
+        let doublings = self.failures.min(16);
+        self.failures = self.failures.saturating_add(1);
+        RETRY_MIN.saturating_mul(1 << doublings).min(RETRY_MAX)
+    }
+
+    /// Counts a success: the next failure waits [`RETRY_MIN`] again.
+    pub fn succeeded(&mut self) {
+        self.failures = 0;
+    }
+}
 
 fn reflect<K>(api: Api<K>) -> (Store<K>, impl Stream<Item = ()> + Send)
 where
@@ -48,23 +78,7 @@ where
 pub async fn run(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
     tokio::select! {
         () = follow(ctx, triggers) => {}
-        () = signalled() => {}
-    }
-}
-
-/// SIGINT or SIGTERM, as the other reconcilers' `shutdown_on_signal`.
-async fn signalled() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        () = kube_ovn_cmd::shutdown_signal() => {}
     }
 }
 
@@ -99,6 +113,18 @@ fn cluster_stores(
     )
 }
 
+/// Whether `store` holds a full list.
+fn listed<K>(store: &Store<K>) -> bool
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|r| r.is_ok())
+}
+
 async fn follow(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
     let (pods, namespaces, nodes, [pod_events, ns_events, node_events]) =
         cluster_stores(&ctx, triggers);
@@ -107,28 +133,25 @@ async fn follow(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
         futures::stream::select_all([pod_events, ns_events, np_events.boxed(), node_events]);
     let families = families_of(&ctx.config.default_subnet.cidr);
     let mut rested = tokio::time::Instant::now();
-    while events.next().await.is_some() {
+    let mut backoff = Backoff::default();
+    // when a failed pass is due again; None while the last pass succeeded
+    let mut retry_at: Option<tokio::time::Instant> = None;
+    loop {
+        let retry = async {
+            match retry_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => futures::future::pending().await,
+            }
+        };
+        tokio::select! {
+            event = events.next() => if event.is_none() { return },
+            () = retry => {}
+        }
         // at once after a quiet spell (a policy written alone shows in NB without a
         // wait); right after another pass, the rest lets a burst gather first
         tokio::time::sleep_until(rested).await;
         while let Some(Some(())) = events.next().now_or_never() {}
-        let ready = pods
-            .wait_until_ready()
-            .now_or_never()
-            .is_some_and(|r| r.is_ok())
-            && namespaces
-                .wait_until_ready()
-                .now_or_never()
-                .is_some_and(|r| r.is_ok())
-            && policies
-                .wait_until_ready()
-                .now_or_never()
-                .is_some_and(|r| r.is_ok())
-            && nodes
-                .wait_until_ready()
-                .now_or_never()
-                .is_some_and(|r| r.is_ok());
-        if !ready {
+        if !(listed(&pods) && listed(&namespaces) && listed(&policies) && listed(&nodes)) {
             continue;
         }
         let (p, n, np) = (pods.state(), namespaces.state(), policies.state());
@@ -145,11 +168,62 @@ async fn follow(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
         rested = tokio::time::Instant::now() + SETTLE;
         match result {
             Ok(report) => {
+                backoff.succeeded();
+                retry_at = None;
                 tracing::debug!(?report.policy_ops, ?report.member_ops, "network policies synced")
             }
             Err(err) => {
-                tracing::warn!(error = %err, "network policy pass failed; retried on the next event")
+                let delay = backoff.failed();
+                retry_at = Some(tokio::time::Instant::now() + delay);
+                tracing::warn!(error = %Causes(&err), retry_in = ?delay, "network policy pass failed; retrying");
             }
         }
+    }
+}
+
+/// An error with its causes, `: `-separated, for the one log line that reports it.
+struct Causes<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_double_up_to_the_cap_and_start_over_after_a_success() {
+        let mut backoff = Backoff::default();
+        let delays: Vec<Duration> = (0..9).map(|_| backoff.failed()).collect();
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(
+            delays,
+            [
+                ms(500),
+                ms(1000),
+                ms(2000),
+                ms(4000),
+                ms(8000),
+                ms(16000),
+                RETRY_MAX,
+                RETRY_MAX,
+                RETRY_MAX
+            ]
+        );
+        for _ in 0..100 {
+            backoff.failed();
+        }
+        assert_eq!(backoff.failed(), RETRY_MAX);
+        backoff.succeeded();
+        assert_eq!(backoff.failed(), RETRY_MIN);
     }
 }
