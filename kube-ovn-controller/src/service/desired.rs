@@ -20,6 +20,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::reflector::ObjectRef;
 
 use crate::config::ClusterLoadBalancers;
 
@@ -92,13 +93,15 @@ pub fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectM
     )
 }
 
-/// The Service key (`<namespace>/<service>`) an EndpointSlice belongs to.
-pub fn slice_service_key(slice: &EndpointSlice) -> Option<String> {
+/// The Service an EndpointSlice belongs to: its `kubernetes.io/service-name` label, in
+/// the slice's namespace.
+pub fn slice_service(slice: &EndpointSlice) -> Option<ObjectRef<Service>> {
     let name = slice.metadata.labels.as_ref()?.get(SERVICE_NAME_LABEL)?;
-    Some(format!(
-        "{}/{name}",
-        slice.metadata.namespace.as_deref().unwrap_or_default()
-    ))
+    let service = ObjectRef::new(name);
+    Some(match slice.metadata.namespace.as_deref() {
+        Some(ns) => service.within(ns),
+        None => service,
+    })
 }
 
 /// A VIP or backend key: `ip:port`, `[ip]:port` for IPv6.

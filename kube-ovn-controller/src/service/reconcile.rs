@@ -12,6 +12,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
+use k8s_openapi::api::core::v1::Service;
+use kube::runtime::reflector::store::WriterDropped;
+use kube::runtime::reflector::ObjectRef;
 use ovn_nb::{LoadBalancer, NbClient, NbError, NbTxn};
 
 use super::desired::{all_balancers, vip_ip, vip_prefix, ServiceVips};
@@ -22,15 +25,34 @@ use kube_ovn_api::annotations::CidrPair;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServiceError {
-    /// Building or committing the NB transaction failed.
+    /// Building or committing the NB transaction of one Service failed.
     #[error("service {service}: NB transaction failed")]
     Nb {
-        /// `<namespace>/<name>`, or `orphans` for the clean-up of deleted Services.
+        /// `<namespace>/<name>`.
         service: String,
         /// Why.
         #[source]
         source: NbError,
     },
+    /// Building or committing the removal of the deleted Services' VIPs failed.
+    #[error("orphan VIPs: NB transaction failed")]
+    Orphans {
+        /// Why.
+        #[source]
+        source: NbError,
+    },
+    /// The EndpointSlice cache never got its first list (its watch ended first).
+    #[error("endpoint slices never listed")]
+    SlicesUnlisted(#[source] WriterDropped),
+}
+
+/// `<namespace>/<name>` of a Service, as errors and logs name it.
+pub fn service_name(service: &ObjectRef<Service>) -> String {
+    format!(
+        "{}/{}",
+        service.namespace.as_deref().unwrap_or_default(),
+        service.name
+    )
 }
 
 /// What one reconcile wrote.
@@ -129,13 +151,10 @@ pub fn write_affinity(
 }
 
 /// Commits `txn` if it holds anything; operations sent.
-pub async fn commit(nb: &NbClient, txn: NbTxn<'_>, service: &str) -> Result<usize, ServiceError> {
+pub async fn commit(nb: &NbClient, txn: NbTxn<'_>) -> Result<usize, NbError> {
     let ops = txn.ops().len();
     if ops > 0 {
-        nb.commit(txn).await.map_err(|source| ServiceError::Nb {
-            service: service.to_string(),
-            source,
-        })?;
+        nb.commit(txn).await?;
     }
     Ok(ops)
 }
@@ -144,18 +163,18 @@ pub async fn commit(nb: &NbClient, txn: NbTxn<'_>, service: &str) -> Result<usiz
 pub async fn sync_service(
     nb: &NbClient,
     lbs: &ClusterLoadBalancers,
-    key: &str,
+    service: &ObjectRef<Service>,
     wanted: &ServiceVips,
     timeouts: &BTreeMap<String, i32>,
 ) -> Result<SyncReport, ServiceError> {
     let fail = |source| ServiceError::Nb {
-        service: key.to_string(),
+        service: service_name(service),
         source,
     };
     let mut txn = nb.txn();
     let vips_changed = write_service(&mut txn, lbs, wanted).map_err(fail)?;
     write_affinity(&mut txn, nb, timeouts).map_err(fail)?;
-    let ops = commit(nb, txn, key).await?;
+    let ops = commit(nb, txn).await.map_err(fail)?;
     Ok(SyncReport { vips_changed, ops })
 }
 
@@ -166,12 +185,9 @@ pub async fn sync_orphans(
     live: &HashSet<IpAddr>,
     service_cidr: &CidrPair,
 ) -> Result<SyncReport, ServiceError> {
+    let fail = |source| ServiceError::Orphans { source };
     let mut txn = nb.txn();
-    let vips_changed =
-        write_orphans(&mut txn, lbs, live, service_cidr).map_err(|source| ServiceError::Nb {
-            service: "orphans".to_string(),
-            source,
-        })?;
-    let ops = commit(nb, txn, "orphans").await?;
+    let vips_changed = write_orphans(&mut txn, lbs, live, service_cidr).map_err(fail)?;
+    let ops = commit(nb, txn).await.map_err(fail)?;
     Ok(SyncReport { vips_changed, ops })
 }

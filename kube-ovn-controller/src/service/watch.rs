@@ -1,95 +1,151 @@
-//! The Service reconciler's loop: reflectors of Services and EndpointSlices, and one
-//! queue of Service keys fed by both (a slice names its Service in the
-//! `kubernetes.io/service-name` label). Keys are deduplicated while they wait, so a
-//! burst of endpoint churn on one Service becomes one reconcile, one transaction.
+//! The Service reconciler under kube-runtime's [`Controller`]: one watch of Services
+//! and one of EndpointSlices, each applied to its reflector store here, and one
+//! scheduler of Service keys ([`ObjectRef<Service>`]) fed by both (a slice names its
+//! Service in the `kubernetes.io/service-name` label). The scheduler coalesces a key
+//! queued again before it runs, and never runs one key twice at once, so a burst of
+//! endpoint churn on one Service becomes one reconcile, one transaction.
 //!
-//! A deleted Service is a key whose Service is gone: its VIPs are removed as orphans
-//! (in the service CIDR, held by no live Service). The same clean-up runs once when
-//! both caches are first complete, for the Services deleted while the controller was
-//! down.
+//! A failed reconcile is retried through [`error_policy`] without waiting for a new
+//! event: after [`RETRY_MIN`], doubling with each failure of the same key in a row up
+//! to [`RETRY_MAX`].
+//!
+//! A deleted Service is not in the store any more, so the runtime would not reconcile
+//! its key: its deletion queues instead the [orphan sweep](orphans_key), which removes
+//! every VIP in the service CIDR that no live Service holds. The sweep's key stands
+//! for a stand-in object without namespace (no real Service has one) kept in the
+//! store; it is also queued after every full list of Services (at start-up, for the
+//! Services deleted while the controller was down, and after a watch had to list
+//! again, for those deleted while it could not see).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
+use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{watcher, WatchStreamExt};
-use tokio::sync::Notify;
+use kube::runtime::{watcher, Controller, WatchStreamExt};
 
-use super::desired::{
-    balancer_for, cluster_ips, has_cluster_ips, object_key, service_vips, slice_service_key,
-};
-use super::reconcile::{sync_orphans, sync_service, ServiceError, SyncReport};
+use super::desired::{balancer_for, cluster_ips, has_cluster_ips, service_vips, slice_service};
+use super::reconcile::{service_name, sync_orphans, sync_service, ServiceError, SyncReport};
 use crate::Context;
 
-/// Transactions in flight at once (each touches only its own Service's keys).
-const CONCURRENCY: usize = 16;
-/// How soon a failed reconcile is retried.
-const RETRY: Duration = Duration::from_secs(2);
+/// Reconciles running at once (each touches only its own Service's keys).
+pub const CONCURRENCY: u16 = 16;
+/// How long after its first failure in a row a key is reconciled again.
+pub const RETRY_MIN: Duration = Duration::from_millis(500);
+/// The longest wait before a key that keeps failing is tried again.
+pub const RETRY_MAX: Duration = Duration::from_secs(30);
 
-/// Service keys waiting, and whether an orphan clean-up is due.
-#[derive(Debug, Default)]
-pub struct Queue {
-    waiting: Mutex<(BTreeSet<String>, bool)>,
-    notify: Notify,
+/// The name of the orphan sweep's stand-in Service (it has no namespace).
+const ORPHANS: &str = "orphan-vips";
+
+/// The key of the orphan sweep: removing the VIPs no live Service holds.
+pub fn orphans_key() -> ObjectRef<Service> {
+    ObjectRef::new(ORPHANS)
 }
 
-impl Queue {
-    /// Queues a Service key (once, however often it is pushed before it is taken).
-    pub fn push(&self, key: String) {
-        self.waiting.lock().expect("queue lock").0.insert(key);
-        self.notify.notify_one();
+/// The stand-in object of [`orphans_key`] (the scheduler reconciles objects of its
+/// store only).
+fn orphans_object() -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(ORPHANS.to_string()),
+            ..ObjectMeta::default()
+        },
+        ..Service::default()
     }
+}
 
-    /// Asks for an orphan clean-up.
-    pub fn push_orphans(&self) {
-        self.waiting.lock().expect("queue lock").1 = true;
-        self.notify.notify_one();
-    }
+/// The wait before retrying a key after its `failures`-th failure in a row:
+/// [`RETRY_MIN`] doubled per earlier failure, at most [`RETRY_MAX`].
+pub fn retry_delay(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    RETRY_MIN.saturating_mul(1 << doublings).min(RETRY_MAX)
+}
 
-    /// Waits for work and takes all of it.
-    pub async fn take(&self) -> (Vec<String>, bool) {
-        loop {
-            {
-                let mut waiting = self.waiting.lock().expect("queue lock");
-                if !waiting.0.is_empty() || waiting.1 {
-                    let keys = std::mem::take(&mut waiting.0).into_iter().collect();
-                    return (keys, std::mem::take(&mut waiting.1));
+/// Each Service's EndpointSlices, kept beside the slice store so that a reconcile
+/// reads its own slices without a scan of all of them.
+#[derive(Debug, Default)]
+struct SliceIndex {
+    by_service: HashMap<ObjectRef<Service>, HashSet<ObjectRef<EndpointSlice>>>,
+    service_of: HashMap<ObjectRef<EndpointSlice>, ObjectRef<Service>>,
+}
+
+impl SliceIndex {
+    fn remove(&mut self, slice: &ObjectRef<EndpointSlice>) {
+        if let Some(service) = self.service_of.remove(slice) {
+            if let Some(slices) = self.by_service.get_mut(&service) {
+                slices.remove(slice);
+                if slices.is_empty() {
+                    self.by_service.remove(&service);
                 }
             }
-            self.notify.notified().await;
+        }
+    }
+
+    fn insert(&mut self, slice: &EndpointSlice) {
+        let key = ObjectRef::from_obj(slice);
+        self.remove(&key);
+        if let Some(service) = slice_service(slice) {
+            self.by_service
+                .entry(service.clone())
+                .or_default()
+                .insert(key.clone());
+            self.service_of.insert(key, service);
+        }
+    }
+
+    /// Follows one event already applied to `store`.
+    fn apply(&mut self, event: &watcher::Event<EndpointSlice>, store: &Store<EndpointSlice>) {
+        match event {
+            watcher::Event::Apply(slice) => self.insert(slice),
+            watcher::Event::Delete(slice) => self.remove(&ObjectRef::from_obj(slice)),
+            // a new full list replaced the store: index it again
+            watcher::Event::InitDone => {
+                *self = SliceIndex::default();
+                for slice in store.state() {
+                    self.insert(&slice);
+                }
+            }
+            watcher::Event::Init | watcher::Event::InitApply(_) => {}
         }
     }
 }
 
-/// The caches one batch of reconciles reads.
+/// The caches a reconcile reads.
 pub struct Caches {
-    /// Services.
+    /// Services, and the orphan sweep's stand-in.
     pub services: Store<Service>,
     /// EndpointSlices.
     pub slices: Store<EndpointSlice>,
+    index: Mutex<SliceIndex>,
 }
 
 impl Caches {
-    /// The cluster IPs of every live Service with VIPs.
-    pub fn live_ips(&self) -> HashSet<IpAddr> {
+    /// The live Services (the store without the orphan sweep's stand-in).
+    fn live(&self) -> impl Iterator<Item = Arc<Service>> {
         self.services
             .state()
-            .iter()
-            .flat_map(|s| cluster_ips(s).0)
-            .collect()
+            .into_iter()
+            .filter(|s| s.metadata.namespace.is_some())
+    }
+
+    /// The cluster IPs of every live Service with VIPs.
+    pub fn live_ips(&self) -> HashSet<IpAddr> {
+        self.live().flat_map(|s| cluster_ips(&s).0).collect()
     }
 
     /// Per session balancer, the longest ClientIP timeout of its Services.
     pub fn session_timeouts(&self, ctx: &Context) -> BTreeMap<String, i32> {
         let lbs = &ctx.config.load_balancers;
         let mut out: BTreeMap<String, i32> = BTreeMap::new();
-        for svc in self.services.state() {
+        for svc in self.live() {
             let wanted = service_vips(&svc, &[], lbs);
             let Some(timeout) = wanted.affinity_timeout.filter(|_| has_cluster_ips(&svc)) else {
                 continue;
@@ -103,15 +159,16 @@ impl Caches {
         out
     }
 
-    /// The EndpointSlices of each of `keys`.
-    fn slices_of(&self, keys: &HashSet<&str>) -> HashMap<String, Vec<Arc<EndpointSlice>>> {
-        let mut out: HashMap<String, Vec<Arc<EndpointSlice>>> = HashMap::new();
-        for slice in self.slices.state() {
-            if let Some(key) = slice_service_key(&slice).filter(|k| keys.contains(k.as_str())) {
-                out.entry(key).or_default().push(slice);
-            }
-        }
-        out
+    /// The EndpointSlices of `service`.
+    fn slices_of(&self, service: &ObjectRef<Service>) -> Vec<Arc<EndpointSlice>> {
+        let index = self.index.lock().expect("slice index lock");
+        index
+            .by_service
+            .get(service)
+            .into_iter()
+            .flatten()
+            .filter_map(|slice| self.slices.get(slice))
+            .collect()
     }
 }
 
@@ -124,187 +181,263 @@ impl std::fmt::Debug for Caches {
     }
 }
 
-fn service_ref(key: &str) -> ObjectRef<Service> {
-    let (ns, name) = key.split_once('/').unwrap_or(("", key));
-    ObjectRef::new(name).within(ns)
+/// What the reconciler's runs share.
+#[derive(Debug)]
+pub struct ServiceContext {
+    /// The controller's context (NB, config).
+    pub ctx: Arc<Context>,
+    /// The Service and EndpointSlice caches.
+    pub caches: Caches,
+    /// Failures in a row per key, for the retry delay.
+    failures: Mutex<HashMap<ObjectRef<Service>, u32>>,
 }
 
-/// Reconciles one Service key: its VIPs if it is live with cluster IPs, else the
-/// orphans it may have left.
+impl ServiceContext {
+    fn forget_failures(&self, key: &ObjectRef<Service>) {
+        self.failures.lock().expect("failures lock").remove(key);
+    }
+
+    fn count_failure(&self, key: &ObjectRef<Service>) -> u32 {
+        let mut failures = self.failures.lock().expect("failures lock");
+        let n = failures.entry(key.clone()).or_default();
+        *n = n.saturating_add(1);
+        *n
+    }
+}
+
+/// Reconciles one key: a live Service's VIPs if it has cluster IPs; else (the orphan
+/// sweep, a headless or ExternalName Service) the VIPs no live Service holds.
 pub async fn reconcile_key(
     ctx: &Context,
     caches: &Caches,
-    key: &str,
-    slices: &[Arc<EndpointSlice>],
+    key: &ObjectRef<Service>,
 ) -> Result<SyncReport, ServiceError> {
     let lbs = &ctx.config.load_balancers;
-    let Some(svc) = caches
+    let live = caches
         .services
-        .get(&service_ref(key))
-        .filter(|s| has_cluster_ips(s))
-    else {
+        .get(key)
+        .filter(|s| s.metadata.namespace.is_some() && has_cluster_ips(s));
+    let Some(svc) = live else {
         let cidr = &ctx.config.service_cluster_ip_range;
         return sync_orphans(&ctx.nb, lbs, &caches.live_ips(), cidr).await;
     };
+    let slices = caches.slices_of(key);
     let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
     let wanted = service_vips(&svc, &refs, lbs);
     for problem in &wanted.problems {
-        tracing::warn!(service = %key, %problem, "skipped bad input");
+        tracing::warn!(service = %service_name(key), %problem, "skipped bad input");
     }
     let timeouts = match wanted.affinity_timeout {
         Some(_) => caches.session_timeouts(ctx),
         None => BTreeMap::new(),
     };
-    let report = sync_service(&ctx.nb, lbs, key, &wanted, &timeouts).await?;
-    tracing::debug!(service = %key, ?report, "service reconciled");
-    Ok(report)
+    sync_service(&ctx.nb, lbs, key, &wanted, &timeouts).await
 }
 
-/// Takes batches from the queue and reconciles them until dropped; failed keys are
-/// queued again after [`RETRY`].
-pub async fn work(ctx: Arc<Context>, caches: Arc<Caches>, queue: Arc<Queue>) {
-    loop {
-        let (keys, orphans) = queue.take().await;
-        if orphans {
-            let live = caches.live_ips();
-            let cidr = &ctx.config.service_cluster_ip_range;
-            match sync_orphans(&ctx.nb, &ctx.config.load_balancers, &live, cidr).await {
-                Ok(report) => tracing::info!(?report, "orphan VIPs removed"),
-                Err(err) => {
-                    tracing::warn!(error = %err, "orphan clean-up failed; retrying");
-                    requeue(queue.clone(), None);
-                }
-            }
-        }
-        let mut slices = {
-            let wanted: HashSet<&str> = keys.iter().map(String::as_str).collect();
-            caches.slices_of(&wanted)
-        };
-        let jobs: Vec<(String, Vec<Arc<EndpointSlice>>)> = keys
-            .into_iter()
-            .map(|key| {
-                let of = slices.remove(&key).unwrap_or_default();
-                (key, of)
-            })
-            .collect();
-        futures::stream::iter(jobs)
-            .map(|(key, of)| {
-                let (ctx, caches) = (ctx.clone(), caches.clone());
-                async move {
-                    let result = reconcile_key(&ctx, &caches, &key, &of).await;
-                    (key, result)
-                }
-            })
-            .buffer_unordered(CONCURRENCY)
-            .for_each(|(key, result)| {
-                if let Err(err) = result {
-                    tracing::warn!(service = %key, error = %err, "service reconcile failed; retrying");
-                    requeue(queue.clone(), Some(key));
-                }
-                async {}
-            })
-            .await;
+/// The name a key is logged by.
+fn shown(key: &ObjectRef<Service>) -> String {
+    match key.namespace {
+        Some(_) => service_name(key),
+        None => key.name.clone(),
     }
 }
 
-fn requeue(queue: Arc<Queue>, key: Option<String>) {
-    tokio::spawn(async move {
-        tokio::time::sleep(RETRY).await;
-        match key {
-            Some(key) => queue.push(key),
-            None => queue.push_orphans(),
-        }
-    });
+/// The runtime's reconcile: [`reconcile_key`] once both caches are listed.
+pub async fn reconcile(
+    svc: Arc<Service>,
+    sctx: Arc<ServiceContext>,
+) -> Result<Action, ServiceError> {
+    // nothing is reconciled from half a cache (the runtime waits for the Services)
+    sctx.caches
+        .slices
+        .wait_until_ready()
+        .await
+        .map_err(ServiceError::SlicesUnlisted)?;
+    let key = ObjectRef::from_obj(svc.as_ref());
+    let report = reconcile_key(&sctx.ctx, &sctx.caches, &key).await?;
+    sctx.forget_failures(&key);
+    if key == orphans_key() {
+        tracing::info!(?report, "orphan VIPs removed");
+    } else {
+        tracing::debug!(service = %shown(&key), ?report, "service reconciled");
+    }
+    Ok(Action::await_change())
 }
 
-/// Feeds `queue` from a reflected watch of `K`; `key_of` names the Service concerned.
-async fn feed<K, S>(events: S, queue: Arc<Queue>, key_of: fn(&K) -> Option<String>)
-where
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
-{
-    events
-        .for_each(|event| {
-            match event {
-                Ok(watcher::Event::Apply(obj) | watcher::Event::Delete(obj))
-                | Ok(watcher::Event::InitApply(obj)) => {
-                    if let Some(key) = key_of(&obj) {
-                        queue.push(key);
+/// The runtime's error policy: the failure logged once, with its causes, and the key
+/// retried after [`retry_delay`] of its failures in a row.
+pub fn error_policy(svc: Arc<Service>, error: &ServiceError, sctx: Arc<ServiceContext>) -> Action {
+    let key = ObjectRef::from_obj(svc.as_ref());
+    let delay = retry_delay(sctx.count_failure(&key));
+    tracing::warn!(service = %shown(&key), error = %Causes(error), retry_in = ?delay, "service reconcile failed; retrying");
+    Action::requeue(delay)
+}
+
+/// An error with its causes, `: `-separated, for the one log line that reports it.
+struct Causes<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+type Triggers<K> = futures::stream::BoxStream<'static, Result<K, watcher::Error>>;
+
+/// The Service watch applied to `writer`, as the keys it queues: an applied Service
+/// its own, a deleted one and the end of a full list the orphan sweep.
+fn service_triggers(
+    api: Api<Service>,
+    mut writer: reflector::store::Writer<Service>,
+    sctx: Arc<ServiceContext>,
+) -> Triggers<Service> {
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .flat_map(move |event| {
+            let keys = match event {
+                Ok(event) => {
+                    writer.apply_watcher_event(&event);
+                    match event {
+                        watcher::Event::Apply(svc) | watcher::Event::InitApply(svc) => {
+                            vec![Ok(svc)]
+                        }
+                        watcher::Event::Delete(svc) => {
+                            sctx.forget_failures(&ObjectRef::from_obj(&svc));
+                            vec![Ok(orphans_object())]
+                        }
+                        watcher::Event::InitDone => {
+                            // the new list replaced the store, stand-in included
+                            let sweep = watcher::Event::Apply(orphans_object());
+                            writer.apply_watcher_event(&sweep);
+                            vec![Ok(orphans_object())]
+                        }
+                        watcher::Event::Init => vec![],
                     }
                 }
-                Ok(_) => {}
-                Err(err) => tracing::debug!(error = %err, "watch error; the watcher retries"),
-            }
-            async {}
+                Err(err) => vec![Err(err)],
+            };
+            futures::stream::iter(keys)
         })
-        .await;
+        .boxed()
+}
+
+/// The EndpointSlice watch applied to `writer` and the index, as the slices touched.
+fn slice_triggers(
+    api: Api<EndpointSlice>,
+    mut writer: reflector::store::Writer<EndpointSlice>,
+    sctx: Arc<ServiceContext>,
+) -> Triggers<EndpointSlice> {
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .map(move |event| {
+            if let Ok(event) = &event {
+                writer.apply_watcher_event(event);
+                let mut index = sctx.caches.index.lock().expect("slice index lock");
+                index.apply(event, &sctx.caches.slices);
+            }
+            event
+        })
+        .touched_objects()
+        .boxed()
+}
+
+/// Logs what the runtime reports besides reconciles (watch errors, keys whose
+/// Service went away before its turn).
+fn log_outcome<E: std::error::Error + 'static>(result: Result<impl Sized, E>) {
+    if let Err(err) = result {
+        tracing::debug!(error = %Causes(&err), "service controller");
+    }
 }
 
 /// Reconciles Services into the cluster load balancers until the returned future is
-/// dropped or the process is signalled.
+/// dropped or the process is signalled (then the reconciles under way finish first).
 pub async fn run(ctx: Arc<Context>) {
     let (services, svc_writer) = reflector::store::<Service>();
     let (slices, eps_writer) = reflector::store::<EndpointSlice>();
-    let queue = Arc::new(Queue::default());
-    let svc_events = watcher(
-        Api::<Service>::all(ctx.client.clone()),
-        watcher::Config::default(),
+    let sctx = Arc::new(ServiceContext {
+        ctx: ctx.clone(),
+        caches: Caches {
+            services: services.clone(),
+            slices,
+            index: Mutex::default(),
+        },
+        failures: Mutex::default(),
+    });
+    let svc_api = Api::<Service>::all(ctx.client.clone());
+    let eps_api = Api::<EndpointSlice>::all(ctx.client.clone());
+    Controller::for_stream(
+        service_triggers(svc_api, svc_writer, sctx.clone()),
+        services,
     )
-    .default_backoff()
-    .reflect(svc_writer);
-    let eps_events = watcher(
-        Api::<EndpointSlice>::all(ctx.client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(eps_writer);
-    let caches = Arc::new(Caches { services, slices });
-    let start = {
-        let (caches, queue, ctx) = (caches.clone(), queue.clone(), ctx.clone());
-        async move {
-            // nothing is reconciled from half a cache: wait for both lists
-            if caches.services.wait_until_ready().await.is_err()
-                || caches.slices.wait_until_ready().await.is_err()
-            {
-                return;
-            }
-            queue.push_orphans();
-            work(ctx, caches, queue).await;
-        }
-    };
-    let everything = async {
-        futures::join!(
-            feed(
-                svc_events.map_err(|e| e),
-                queue.clone(),
-                |s: &Service| Some(object_key(&s.metadata))
-            ),
-            feed(eps_events, queue.clone(), slice_service_key),
-            start,
-        );
-    };
-    tokio::select! {
-        () = everything => {}
-        () = shutdown_signal() => tracing::info!("service reconciler stopping"),
-    }
+    .watches_stream(slice_triggers(eps_api, eps_writer, sctx.clone()), |slice| {
+        slice_service(&slice)
+    })
+    .with_config(controller::Config::default().concurrency(CONCURRENCY))
+    .graceful_shutdown_on(kube_ovn_cmd::shutdown_signal())
+    .run(reconcile, error_policy, sctx)
+    .for_each(|result| async move { log_outcome(result) })
+    .await;
+    tracing::info!("service reconciler stopped");
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => futures::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = futures::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_key_waits_longer_each_time_up_to_the_cap() {
+        let ms = Duration::from_millis;
+        let delays: Vec<Duration> = (1..=8).map(retry_delay).collect();
+        assert_eq!(
+            delays,
+            [
+                ms(500),
+                ms(1000),
+                ms(2000),
+                ms(4000),
+                ms(8000),
+                ms(16000),
+                RETRY_MAX,
+                RETRY_MAX
+            ]
+        );
+        assert_eq!(retry_delay(u32::MAX), RETRY_MAX);
+    }
+
+    #[test]
+    fn the_orphan_sweep_key_is_no_real_service() {
+        let sweep = orphans_key();
+        assert_eq!(ObjectRef::from_obj(&orphans_object()), sweep);
+        assert!(sweep.namespace.is_none(), "every Service has a namespace");
+    }
+
+    #[test]
+    fn slices_are_indexed_by_their_service_label() {
+        let slice = |name: &str, svc: &str| -> EndpointSlice {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "default",
+                             "labels": {"kubernetes.io/service-name": svc}},
+                "addressType": "IPv4", "endpoints": [],
+            }))
+            .expect("a slice")
+        };
+        let web = ObjectRef::<Service>::new("web").within("default");
+        let db = ObjectRef::<Service>::new("db").within("default");
+        let mut index = SliceIndex::default();
+        index.insert(&slice("web-a", "web"));
+        index.insert(&slice("web-b", "web"));
+        assert_eq!(index.by_service[&web].len(), 2);
+        // relabelled to another Service: moves
+        index.insert(&slice("web-b", "db"));
+        assert_eq!(index.by_service[&web].len(), 1);
+        assert_eq!(index.by_service[&db].len(), 1);
+        index.remove(&ObjectRef::from_obj(&slice("web-a", "web")));
+        assert!(!index.by_service.contains_key(&web));
     }
 }
