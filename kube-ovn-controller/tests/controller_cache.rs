@@ -5,6 +5,7 @@
 //! marks becomes one or two Subnet status writes with the final figures.
 
 use kube_ovn_test_support as common;
+use kube_ovn_test_support::ControllerEnv;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,11 +17,9 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
 use kube_ovn_api::crd::{IPPool, IPPoolSpec, Subnet, SubnetSpec, IP};
 use kube_ovn_controller::cache::{cached, Caches};
-use kube_ovn_controller::config::ControllerConfig;
 use kube_ovn_controller::pod::ip_object::{desired_ip, ensure_ip, IpHolder};
 use kube_ovn_controller::pod::status::UsageQueue;
 use kube_ovn_controller::Context;
-use ovn_nb::NbClient;
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     ObjectMeta {
@@ -207,19 +206,15 @@ async fn an_ip_object_written_from_a_cache_a_moment_behind_still_ends_right() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_usage_marks_is_written_once_or_twice_with_the_last_figures() {
     // the writer works through a controller's context, which holds an NB client
-    let Some(central) = common::central() else {
+    let Some(env) = ControllerEnv::builder().without_bootstrap().start().await else {
         return;
     };
-    let (_server, client) = common::api_server_with_crds().await;
+    let (client, ctx) = (env.client.clone(), Context::clone(&env.ctx));
     let subnets: Api<Subnet> = Api::all(client.clone());
     subnets
         .create(&PostParams::default(), &subnet("net1", "10.9.0.0/24"))
         .await
         .unwrap();
-    let nb_flag = format!("--ovn-nb-addr={}", central.nb_remote());
-    let config = ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).unwrap();
-    let nb = NbClient::connect(&central.nb_remote()).await.expect("NB");
-    let ctx = Context::new(client.clone(), Arc::new(nb), Arc::new(config));
     let ipam = ctx.ipam.clone();
     ipam.add_or_update_subnet("net1", &IpamSubnetSpec::new("10.9.0.0/24"))
         .unwrap();

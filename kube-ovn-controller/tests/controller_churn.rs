@@ -14,13 +14,13 @@
 //! takes the Lease at once rather than waiting for it to expire.
 
 use kube_ovn_test_support as common;
+use kube_ovn_test_support::ControllerEnv;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::Arc;
 use std::time::Duration;
 
 use embedded_apiserver::Handle;
@@ -31,9 +31,7 @@ use kube::Client;
 use kube_ovn_api::annotations::{NamespaceAnnotations, PodNetwork, Provider};
 use kube_ovn_api::crd::{Subnet, SubnetSpec, IP};
 use kube_ovn_api::naming::{pod_owner, EXTERNAL_ID_LS, EXTERNAL_ID_POD, OVN_PROVIDER};
-use kube_ovn_controller::config::ControllerConfig;
 use kube_ovn_controller::ipam_rebuild::rebuild_ipam;
-use kube_ovn_controller::Context;
 use ovn_harness::{Db, RaftCluster};
 use ovn_nb::{LogicalSwitchPort, NbClient};
 
@@ -457,10 +455,9 @@ async fn wait_progress(client: &Client, routed_before: usize, controller: &mut C
 /// One test at a time: each runs its own controller, API server and NB.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// The embedded API server with our CRDs and [`NAMESPACES`], [`BOUND_SUBNET`] bound to
-/// the last; a client and a kubeconfig for it.
-async fn api_server(dir: &Path) -> (Handle, Client, PathBuf) {
-    let (server, client) = common::api_server_with_crds().await;
+/// A kubeconfig for `server` in `dir`, and [`NAMESPACES`], [`BOUND_SUBNET`] bound to
+/// the last.
+async fn populate(server: &Handle, client: &Client, dir: &Path) -> PathBuf {
     let kubeconfig = dir.join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).unwrap();
     for ns in NAMESPACES {
@@ -488,7 +485,7 @@ async fn api_server(dir: &Path) -> (Handle, Client, PathBuf) {
         .create(&PostParams::default(), &bound)
         .await
         .unwrap();
-    (server, client, kubeconfig)
+    kubeconfig
 }
 
 /// Runs `ops`, [`IN_FLIGHT`] at a time.
@@ -534,16 +531,17 @@ fn survivors(plan: &[Op]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_ten_times_during_churn_of_500_pods_no_address_is_owned_twice() {
-    let Some(central) = common::central() else {
+    let _serial = SERIAL.lock().await;
+    // NB as the first controller finds it in a new cluster: empty
+    let Some(env) = ControllerEnv::builder().without_bootstrap().start().await else {
         return;
     };
-    let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = api_server(dir.path()).await;
-    let nb_remote = central.nb_remote();
+    let client = env.client.clone();
+    let kubeconfig = populate(&env.server, &client, dir.path()).await;
     let args = vec![
-        format!("--ovn-nb-addr={nb_remote}"),
-        format!("--ovn-sb-addr={}", central.sb_remote()),
+        format!("--ovn-nb-addr={}", env.nb_remote),
+        format!("--ovn-sb-addr={}", env.sb_remote),
         format!("--kubeconfig={}", kubeconfig.display()),
     ];
     let logs = log_dir("killed");
@@ -571,8 +569,7 @@ async fn killed_ten_times_during_churn_of_500_pods_no_address_is_owned_twice() {
     assert_eq!(lives, KILLS);
 
     // the last controller settles the cluster
-    let nb = NbClient::connect(&nb_remote).await.expect("NB");
-    let settled = settle(&client, &nb, &mut controller).await;
+    let settled = settle(&client, env.nb(), &mut controller).await;
     controller.kill();
     eprintln!(
         "settled: {} pods, {} ports, {} IP objects, usage {:?}",
@@ -584,10 +581,8 @@ async fn killed_ten_times_during_churn_of_500_pods_no_address_is_owned_twice() {
     assert_eq!(settled.pods.len(), survivors(&plan));
 
     // an IPAM rebuilt from the API server alone holds exactly what the pods hold
-    let nb_flag = format!("--ovn-nb-addr={nb_remote}");
-    let config = ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).unwrap();
-    let ctx = Context::new(client.clone(), Arc::new(nb), Arc::new(config));
-    let summary = rebuild_ipam(&ctx).await.unwrap();
+    let ctx = &env.ctx;
+    let summary = rebuild_ipam(ctx).await.unwrap();
     assert!(summary.conflicts.is_empty(), "{summary:?}");
     for (pod, nic) in &settled.pods {
         let nic = nic.as_ref().unwrap();
@@ -611,7 +606,7 @@ async fn killed_ten_times_during_churn_of_500_pods_no_address_is_owned_twice() {
         found.iter().any(|v| v.contains("owned twice")),
         "{found:#?}"
     );
-    server.shutdown().await;
+    env.server.shutdown().await;
 }
 
 /// Pods of the NB-leader test.
@@ -625,7 +620,8 @@ async fn the_nb_leader_killed_during_churn_loses_nothing() {
     let _serial = SERIAL.lock().await;
     let mut cluster = RaftCluster::start(Db::Northbound, 3).expect("a 3-member NB cluster");
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = api_server(dir.path()).await;
+    let (server, client) = common::api_server_with_crds().await;
+    let kubeconfig = populate(&server, &client, dir.path()).await;
     let all = cluster.remotes().join(",");
     // no SB: the node chassis are not what this test is about
     let args = vec![

@@ -4,13 +4,12 @@
 //! through the typed structs, ports through ovn-nb).
 
 use kube_ovn_test_support as common;
+use kube_ovn_test_support::ControllerEnv;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::Handle;
 use ipam::{AllocationRequest, Mac, Owner};
 use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -22,39 +21,13 @@ use kube_ovn_api::naming::{
     node_owner, node_port_name, pod_key, pod_owner, pod_port_name, EXTERNAL_ID_LS,
     EXTERNAL_ID_NODE, EXTERNAL_ID_POD, EXTERNAL_ID_SUBNET, EXTERNAL_ID_VENDOR, OVN_PROVIDER,
 };
-use kube_ovn_controller::config::ControllerConfig;
 use kube_ovn_controller::ipam_rebuild::{rebuild_ipam, REASON_ADDRESS_CONFLICT};
-use kube_ovn_controller::{bootstrap, ensure_default_subnets, gc, ippool, Context, VENDOR};
-use ovn_harness::OvnCentral;
+use kube_ovn_controller::{gc, ippool, VENDOR};
 use ovn_nb::{LogicalRouterPolicyAction, LogicalSwitchPort, NbClient, PolicySpec, RouteSpec};
 
-struct Env {
-    _central: OvnCentral,
-    _server: Handle,
-    remote: String,
-    client: Client,
-    ctx: Arc<Context>,
-}
-
 /// NB with the start-up rows, the API server with our CRDs and the default Subnets.
-async fn env() -> Option<Env> {
-    let central = common::central()?;
-    let remote = central.nb_remote();
-    let nb_flag = format!("--ovn-nb-addr={remote}");
-    let config =
-        ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).expect("flags");
-    let nb = NbClient::connect(&remote).await.expect("NB");
-    bootstrap(&nb, &config).await.expect("start-up");
-    let (server, client) = common::api_server_with_crds().await;
-    ensure_default_subnets(&client, &config).await.unwrap();
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(nb), Arc::new(config)));
-    Some(Env {
-        _central: central,
-        _server: server,
-        remote,
-        client,
-        ctx,
-    })
+async fn env() -> Option<ControllerEnv> {
+    ControllerEnv::builder().default_subnets().start().await
 }
 
 fn meta(name: &str, namespace: Option<&str>, annotations: BTreeMap<String, String>) -> ObjectMeta {
@@ -285,7 +258,7 @@ async fn rebuild_then_new_addresses_never_collide_and_an_orphan_port_frees_only_
     let ports = port_names(&ctx.nb);
     assert!(!ports.contains(&"gone.rb".to_owned()), "{ports:?}");
     assert!(ports.contains(&"web-1.rb".to_owned()), "{ports:?}");
-    let listed = common::nbctl(&env.remote, &["lsp-list", "ovn-default"]);
+    let listed = common::nbctl(&env.nb_remote, &["lsp-list", "ovn-default"]);
     assert!(
         !listed.contains("gone.rb") && listed.contains("web-1.rb"),
         "{listed}"
@@ -450,12 +423,12 @@ async fn gc_removes_router_entries_join_ports_and_ip_objects_of_gone_nodes_and_k
     assert_eq!((report.policies, report.routes), (1, 1), "{report:?}");
     assert_eq!(report.ports, vec![node_port_name("dead")]);
     assert_eq!(report.ips, vec![node_port_name("dead")]);
-    let policies = common::nbctl(&env.remote, &["lr-policy-list", router]);
+    let policies = common::nbctl(&env.nb_remote, &["lr-policy-list", router]);
     assert!(
         policies.contains("10.16.0.0") && !policies.contains("10.16.1.0"),
         "{policies}"
     );
-    let routes = common::nbctl(&env.remote, &["lr-route-list", router]);
+    let routes = common::nbctl(&env.nb_remote, &["lr-route-list", router]);
     assert!(
         routes.contains("192.168.1.0/24") && !routes.contains("192.168.2.0/24"),
         "{routes}"

@@ -7,11 +7,10 @@
 //! its reroute policy; bad input is reported naming the offender and changes nothing.
 
 use kube_ovn_test_support as common;
+use kube_ovn_test_support::ControllerEnv;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::Handle;
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
@@ -19,51 +18,21 @@ use kube_ovn_api::annotations::NodeAnnotations;
 use kube_ovn_api::crd::conditions::{find, ConditionStatus, ERROR, READY};
 use kube_ovn_api::crd::{GatewayType, Subnet, SubnetSpec};
 use kube_ovn_api::naming::node_owner;
-use kube_ovn_controller::config::ControllerConfig;
 use kube_ovn_controller::node::{apply, NodeError, FINALIZER};
-use kube_ovn_controller::{bootstrap, ensure_default_subnets, run_reconcilers, subnet, Context};
-use ovn_harness::OvnCentral;
-use ovn_nb::NbClient;
-use ovn_sb::SbClient;
+use kube_ovn_controller::{run_reconcilers, subnet};
 
 /// How long a watch-driven change may take before the test gives up.
 const WAIT: Duration = Duration::from_secs(30);
 
-struct Env {
-    _central: OvnCentral,
-    server: Handle,
-    nb: String,
-    sb: String,
-    client: Client,
-    ctx: Arc<Context>,
-}
-
 /// A central, the API server with our CRDs, the default Subnets, and the join subnet
 /// registered in the IPAM (the Subnet reconciler's doing).
-async fn env() -> Option<Env> {
-    let central = common::central()?;
-    let (nb_remote, sb_remote) = (central.nb_remote(), central.sb_remote());
-    let nb_flag = format!("--ovn-nb-addr={nb_remote}");
-    let sb_flag = format!("--ovn-sb-addr={sb_remote}");
-    let config =
-        ControllerConfig::parse_from(["kube-ovn-controller", &nb_flag, &sb_flag]).expect("flags");
-    let nb = NbClient::connect(&nb_remote).await.expect("NB");
-    let sb = SbClient::connect(&sb_remote).await.expect("SB");
-    bootstrap(&nb, &config).await.expect("start-up");
-    let (server, client) = common::api_server_with_crds().await;
-    ensure_default_subnets(&client, &config).await.unwrap();
-    let ctx = Context::new(client.clone(), Arc::new(nb), Arc::new(config)).with_sb(Arc::new(sb));
-    let ctx = Arc::new(ctx);
-    let join = get_subnet(&client, "join").await;
-    subnet::apply(&ctx, &join).await.expect("the join subnet");
-    Some(Env {
-        _central: central,
-        server,
-        nb: nb_remote,
-        sb: sb_remote,
-        client,
-        ctx,
-    })
+async fn env() -> Option<ControllerEnv> {
+    ControllerEnv::builder()
+        .with_sb()
+        .default_subnets()
+        .apply_subnet("join")
+        .start()
+        .await
 }
 
 async fn get_subnet(client: &Client, name: &str) -> Subnet {
@@ -136,7 +105,7 @@ async fn nodes_get_join_addresses_ports_policies_and_annotations_once() {
     let Some(env) = env().await else {
         return;
     };
-    let (client, nb) = (&env.client, env.nb.as_str());
+    let (client, nb) = (&env.client, env.nb_remote.as_str());
     let n1 = create_node(client, "n1", "172.18.0.2", &[]).await;
     let n2 = create_node(client, "n2", "172.18.0.3", &[]).await;
     let r1 = apply(&env.ctx, &n1).await.unwrap();
@@ -224,7 +193,11 @@ async fn a_later_chassis_is_annotated_and_a_deleted_node_takes_everything() {
     let Some(env) = env().await else {
         return;
     };
-    let (client, nb, sb) = (env.client.clone(), env.nb.clone(), env.sb.clone());
+    let (client, nb, sb) = (
+        env.client.clone(),
+        env.nb_remote.clone(),
+        env.sb_remote.clone(),
+    );
     let controller = tokio::spawn(run_reconcilers(env.ctx.clone()));
     create_node(&client, "w1", "172.19.0.2", &[]).await;
     create_node(&client, "w2", "172.19.0.3", &[]).await;
@@ -354,7 +327,7 @@ async fn a_centralized_subnet_reroutes_to_its_gateway_node_and_a_missing_one_is_
     let Some(env) = env().await else {
         return;
     };
-    let (client, nb) = (&env.client, env.nb.as_str());
+    let (client, nb) = (&env.client, env.nb_remote.as_str());
     let gw = create_node(client, "gw1", "172.20.0.2", &[]).await;
     let join = apply(&env.ctx, &gw).await.unwrap().join.v4.unwrap();
     let spec = SubnetSpec {

@@ -7,12 +7,11 @@
 //! carries the finalizer) leave nothing behind.
 
 use kube_ovn_test_support as common;
+use kube_ovn_test_support::ControllerEnv;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::Handle;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
@@ -20,48 +19,12 @@ use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::Client;
 use kube_ovn_api::crd::{IPPool, IPPoolSpec, Subnet, SubnetSpec, IP};
 use kube_ovn_controller::cache::Caches;
-use kube_ovn_controller::config::ControllerConfig;
 use kube_ovn_controller::pod::{apply, clean_deleted, PodOutcome, ReadyReport, FINALIZER};
-use kube_ovn_controller::{bootstrap, ensure_default_subnets, run, subnet, Context};
-use ovn_harness::OvnCentral;
-use ovn_nb::NbClient;
+use kube_ovn_controller::{ensure_default_subnets, run, subnet, Context};
 
 /// How long a watch-driven change may take before the test gives up.
 const WAIT: Duration = Duration::from_secs(30);
 const DEFAULT: &str = "ovn-default";
-
-struct Env {
-    _central: OvnCentral,
-    server: Handle,
-    nb: String,
-    sb: String,
-    client: Client,
-    ctx: Arc<Context>,
-}
-
-async fn env() -> Option<Env> {
-    let central = common::central()?;
-    let (nb, sb) = (central.nb_remote(), central.sb_remote());
-    let nb_flag = format!("--ovn-nb-addr={nb}");
-    let config =
-        ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).expect("flags");
-    let nb_client = NbClient::connect(&nb).await.expect("NB");
-    bootstrap(&nb_client, &config).await.expect("start-up");
-    let (server, client) = common::api_server_with_crds().await;
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        Arc::new(nb_client),
-        Arc::new(config),
-    ));
-    Some(Env {
-        _central: central,
-        server,
-        nb,
-        sb,
-        client,
-        ctx,
-    })
-}
 
 async fn create_namespace(client: &Client, name: &str) {
     let ns = Namespace {
@@ -78,7 +41,7 @@ async fn create_namespace(client: &Client, name: &str) {
 }
 
 /// Creates a Subnet and reconciles it once (switch in NB, registered in the IPAM).
-async fn create_subnet(env: &Env, name: &str, cidr: &str, namespaces: &[&str]) {
+async fn create_subnet(env: &ControllerEnv, name: &str, cidr: &str, namespaces: &[&str]) {
     let spec = SubnetSpec {
         cidr_block: Some(cidr.into()),
         namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
@@ -92,7 +55,7 @@ async fn create_subnet(env: &Env, name: &str, cidr: &str, namespaces: &[&str]) {
     subnet::apply(&env.ctx, &created).await.unwrap();
 }
 
-async fn default_subnet(env: &Env) {
+async fn default_subnet(env: &ControllerEnv) {
     ensure_default_subnets(&env.client, &env.ctx.config)
         .await
         .unwrap();
@@ -134,7 +97,7 @@ fn annotation(pod: &Pod, key: &str) -> Option<String> {
 }
 
 /// Creates a pod and applies it once; the stored pod and the outcome.
-async fn create_and_apply(env: &Env, pod: Pod) -> (Pod, PodOutcome) {
+async fn create_and_apply(env: &ControllerEnv, pod: Pod) -> (Pod, PodOutcome) {
     let created = create_pod(&env.client, &pod).await;
     let outcome = apply(&env.ctx, &created).await.unwrap();
     let ns = created.metadata.namespace.as_deref().unwrap();
@@ -231,10 +194,10 @@ async fn using_ips(client: &Client, subnet: &str) -> (u128, u128) {
 
 #[tokio::test]
 async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let (client, nb) = (&env.client, env.nb.as_str());
+    let (client, nb) = (&env.client, env.nb_remote.as_str());
     default_subnet(&env).await;
     let (web, outcome) = create_and_apply(&env, pod_object("default", "web", &[])).await;
     let report = ready(outcome);
@@ -272,7 +235,7 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
         "default"
     );
     assert_eq!(lsp_get(nb, "web.default", "external_ids:ip"), ip);
-    port_bound_in_sb(&env.sb, "web.default").await;
+    port_bound_in_sb(&env.sb_remote, "web.default").await;
 
     let ip_obj = Api::<IP>::all(client.clone())
         .get("web.default")
@@ -391,10 +354,10 @@ async fn pods_get_subnet_address_port_ip_object_and_annotations_once() {
 
 #[tokio::test]
 async fn static_conflicting_outside_and_malformed_requests() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let (client, nb) = (&env.client, env.nb.as_str());
+    let (client, nb) = (&env.client, env.nb_remote.as_str());
     default_subnet(&env).await;
     let wanted = [
         ("ovn.kubernetes.io/ip_address", "10.16.0.50"),
@@ -597,10 +560,10 @@ async fn delete_and_wait(client: &Client, name: &str) {
 
 #[tokio::test]
 async fn delete_releases_everything_but_a_statefulset_pod_keeps_its_address() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let (client, nb) = (env.client.clone(), env.nb.clone());
+    let (client, nb) = (env.client.clone(), env.nb_remote.clone());
     let controller = tokio::spawn(run(env.ctx.clone()));
     eventually("ovn-default in NB", || async {
         common::nbctl(&nb, &["ls-list"]).contains("(ovn-default)")
@@ -610,7 +573,7 @@ async fn delete_releases_everything_but_a_statefulset_pod_keeps_its_address() {
     let p1 = wait_allocated(&client, "p1").await;
     assert_eq!(p1.metadata.finalizers, Some(vec![FINALIZER.to_string()]));
     assert!(lsp_list(&nb, DEFAULT).contains("(p1.default)"));
-    port_bound_in_sb(&env.sb, "p1.default").await;
+    port_bound_in_sb(&env.sb_remote, "p1.default").await;
     let ips = Api::<IP>::all(client.clone());
     assert!(ips.get_opt("p1.default").await.unwrap().is_some());
     eventually("usage shows p1", || async {
@@ -672,10 +635,10 @@ async fn delete_skipping_finalizers(client: &Client, name: &str) {
 
 #[tokio::test]
 async fn a_pod_deleted_before_its_result_write_leaves_nothing_behind() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let (client, nb) = (env.client.clone(), env.nb.clone());
+    let (client, nb) = (env.client.clone(), env.nb_remote.clone());
     default_subnet(&env).await;
     let ips = Api::<IP>::all(client.clone());
     let owner = |name: &str| kube_ovn_api::naming::pod_owner("default", name, "ovn");

@@ -5,56 +5,21 @@
 //! its rows and finalizer with it.
 
 use kube_ovn_test_support as common;
+use kube_ovn_test_support::ControllerEnv;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use embedded_apiserver::Handle;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::Client;
 use kube_ovn_api::crd::conditions::{find, ConditionStatus, READY, VALIDATED};
 use kube_ovn_api::crd::{Protocol, Subnet, SubnetSpec};
-use kube_ovn_controller::config::ControllerConfig;
-use kube_ovn_controller::subnet::{apply, SubnetContext, FINALIZER};
-use kube_ovn_controller::{bootstrap, run};
-use ovn_harness::OvnCentral;
-use ovn_nb::NbClient;
+use kube_ovn_controller::run;
+use kube_ovn_controller::subnet::{apply, FINALIZER};
 
 /// How long a watch-driven change may take before the test gives up.
 const WAIT: Duration = Duration::from_secs(30);
-
-struct Env {
-    _central: OvnCentral,
-    server: Handle,
-    remote: String,
-    client: Client,
-    ctx: Arc<SubnetContext>,
-}
-
-async fn env() -> Option<Env> {
-    let central = common::central()?;
-    let remote = central.nb_remote();
-    let nb_flag = format!("--ovn-nb-addr={remote}");
-    let config =
-        ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).expect("flags");
-    let nb = NbClient::connect(&remote).await.expect("NB");
-    bootstrap(&nb, &config).await.expect("start-up");
-    let (server, client) = common::api_server_with_crds().await;
-    let ctx = Arc::new(SubnetContext::new(
-        client.clone(),
-        Arc::new(nb),
-        Arc::new(config),
-    ));
-    Some(Env {
-        _central: central,
-        server,
-        remote,
-        client,
-        ctx,
-    })
-}
 
 fn subnet(name: &str, spec: SubnetSpec) -> Subnet {
     Subnet {
@@ -140,10 +105,10 @@ where
 
 #[tokio::test]
 async fn a_subnet_gets_its_switch_router_ports_and_namespaces_once() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let (client, remote) = (&env.client, env.remote.as_str());
+    let (client, remote) = (&env.client, env.nb_remote.as_str());
     create_namespace(client, "ns1").await;
     create_namespace(client, "ns2").await;
     let spec = SubnetSpec {
@@ -223,10 +188,10 @@ async fn a_subnet_gets_its_switch_router_ports_and_namespaces_once() {
 
 #[tokio::test]
 async fn bad_subnets_get_a_condition_naming_the_field_and_no_rows() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let (client, remote) = (&env.client, env.remote.as_str());
+    let (client, remote) = (&env.client, env.nb_remote.as_str());
     let base = create(client, &subnet("base", cidr("10.72.0.0/16"))).await;
     assert_eq!(apply(&env.ctx, &base).await.unwrap().invalid, None);
     let base_rows = subnet_tables(remote);
@@ -319,10 +284,10 @@ async fn bad_subnets_get_a_condition_naming_the_field_and_no_rows() {
 
 #[tokio::test]
 async fn the_controller_creates_defaults_and_a_deleted_subnet_takes_its_rows() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let (client, remote) = (env.client.clone(), env.remote.clone());
+    let (client, remote) = (env.client.clone(), env.nb_remote.clone());
     let ctx = env.ctx.clone();
     let controller = tokio::spawn(run(ctx.clone()));
 

@@ -4,47 +4,13 @@
 //! and an unrealizable `spec.acls` entry leaving the ACLs in place.
 
 use kube_ovn_test_support as common;
+use kube_ovn_test_support::ControllerEnv;
 
-use std::sync::Arc;
-
-use embedded_apiserver::Handle;
 use kube::api::{Api, PostParams};
-use kube::Client;
 use kube_ovn_api::crd::Subnet;
-use kube_ovn_controller::config::ControllerConfig;
 use kube_ovn_controller::subnet::acl::{desired_acls, AclInvalid};
 use kube_ovn_controller::subnet::{apply, validate};
-use kube_ovn_controller::{bootstrap, Context};
-use ovn_harness::OvnCentral;
-use ovn_nb::NbClient;
 use serde_json::{json, Value};
-
-struct Env {
-    _central: OvnCentral,
-    _server: Handle,
-    remote: String,
-    client: Client,
-    ctx: Arc<Context>,
-}
-
-async fn env() -> Option<Env> {
-    let central = common::central()?;
-    let remote = central.nb_remote();
-    let nb_flag = format!("--ovn-nb-addr={remote}");
-    let config =
-        ControllerConfig::parse_from(["kube-ovn-controller", nb_flag.as_str()]).expect("flags");
-    let nb = NbClient::connect(&remote).await.expect("NB");
-    bootstrap(&nb, &config).await.expect("start-up");
-    let (server, client) = common::api_server_with_crds().await;
-    let ctx = Arc::new(Context::new(client.clone(), Arc::new(nb), Arc::new(config)));
-    Some(Env {
-        _central: central,
-        _server: server,
-        remote,
-        client,
-        ctx,
-    })
-}
 
 fn subnet(spec: Value) -> Subnet {
     serde_json::from_value(json!({
@@ -55,7 +21,7 @@ fn subnet(spec: Value) -> Subnet {
 }
 
 /// Creates or replaces Subnet `acl1` with `spec`, then reconciles it; NB operations.
-async fn put(env: &Env, spec: Value) -> usize {
+async fn put(env: &ControllerEnv, spec: Value) -> usize {
     let api = Api::<Subnet>::all(env.client.clone());
     let mut wanted = subnet(spec);
     let stored = match api.get_opt("acl1").await.unwrap() {
@@ -99,10 +65,10 @@ fn acl_external_ids(remote: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn private_then_spec_acls_as_kube_ovn_writes_them() {
-    let Some(env) = env().await else {
+    let Some(env) = ControllerEnv::builder().start().await else {
         return;
     };
-    let remote = env.remote.as_str();
+    let remote = env.nb_remote.as_str();
     let private = json!({"cidrBlock": "10.66.0.0/16", "private": true,
                          "allowSubnets": ["10.20.0.0/16"]});
     assert!(put(&env, private.clone()).await > 0);
