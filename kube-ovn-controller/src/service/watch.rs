@@ -256,7 +256,7 @@ pub async fn reconcile(
     let key = ObjectRef::from_obj(svc.as_ref());
     let report = reconcile_key(&sctx.ctx, &sctx.caches, &key).await?;
     sctx.forget_failures(&key);
-    if key == orphans_key() {
+    if key == orphans_key() && report.vips_changed > 0 {
         tracing::info!(?report, "orphan VIPs removed");
     } else {
         tracing::debug!(service = %shown(&key), ?report, "service reconciled");
