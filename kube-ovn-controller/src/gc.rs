@@ -30,9 +30,10 @@ use super::ipam_rebuild::{ip_object_owner, pod_holds_addresses};
 use super::{Context, VENDOR};
 use kube_ovn_api::crd::{Subnet, IP};
 use kube_ovn_api::naming::{
-    node_of_port_name, node_owner, pod_key, pod_owner, provider_of_port_name, EXTERNAL_ID_LS,
+    node_of_port_name, node_owner, pod_owner, provider_of_port_name, EXTERNAL_ID_LS,
     EXTERNAL_ID_NODE, EXTERNAL_ID_POD, EXTERNAL_ID_SUBNET, EXTERNAL_ID_VENDOR,
 };
+use kube_ovn_api::NamespacedName;
 
 /// Why a collection round failed (the next round tries again).
 #[derive(Debug, thiserror::Error)]
@@ -90,8 +91,8 @@ struct PortOwner {
 }
 
 enum PortOwnerKind {
-    /// `(namespace, pod)` and the provider its name encodes.
-    Pod(String, String, String),
+    /// The pod (its `external_ids:pod`) and the provider the port's name encodes.
+    Pod(NamespacedName, String),
     /// A node's join port.
     Node(String),
 }
@@ -119,12 +120,13 @@ fn nb_ports(ctx: &Context) -> Result<Vec<PortOwner>, GcError> {
         let ls = port.external_ids.get(EXTERNAL_ID_LS).cloned();
         let owner = match port.external_ids.get(EXTERNAL_ID_POD) {
             Some(key) => {
-                let Some((ns, pod)) = key.split_once('/') else {
+                // a port of ours naming no pod in Kube-OVN's form is not judged here
+                let Ok(pod) = key.parse::<NamespacedName>() else {
                     continue;
                 };
-                let provider = provider_of_port_name(&port.name, ns, pod)
+                let provider = provider_of_port_name(&port.name, &pod.namespace, &pod.name)
                     .unwrap_or_else(|| kube_ovn_api::naming::OVN_PROVIDER.to_owned());
-                PortOwnerKind::Pod(ns.to_owned(), pod.to_owned(), provider)
+                PortOwnerKind::Pod(pod, provider)
             }
             None if ls.as_ref().is_none_or(|l| l == join) => match node_of_port_name(&port.name) {
                 Some(node) => PortOwnerKind::Node(node.to_owned()),
@@ -143,7 +145,7 @@ fn nb_ports(ctx: &Context) -> Result<Vec<PortOwner>, GcError> {
 
 /// The cluster's owners, listed after NB was read.
 struct Owners {
-    pods: BTreeSet<String>,
+    pods: BTreeSet<NamespacedName>,
     nodes: BTreeSet<String>,
     subnets: BTreeSet<String>,
 }
@@ -165,7 +167,7 @@ async fn list_owners(ctx: &Context) -> Result<Owners, GcError> {
         pods: pods
             .iter()
             .filter(|p| pod_holds_addresses(p))
-            .map(|p| pod_key(&p.namespace().unwrap_or_default(), &p.name_any()))
+            .map(|p| NamespacedName::of(p.as_ref()))
             .collect(),
         nodes: nodes.iter().map(|n| n.name_any()).collect(),
         subnets: subnets.iter().map(|s| s.name_any()).collect(),
@@ -185,9 +187,9 @@ pub async fn collect_garbage(ctx: &Context) -> Result<GcReport, GcError> {
     let mut txn = ctx.nb.txn();
     for port in &ports {
         let (gone, owner) = match &port.owner {
-            PortOwnerKind::Pod(ns, pod, provider) => (
-                !owners.pods.contains(&pod_key(ns, pod)),
-                pod_owner(ns, pod, provider),
+            PortOwnerKind::Pod(pod, provider) => (
+                !owners.pods.contains(pod),
+                pod_owner(&pod.namespace, &pod.name, provider),
             ),
             PortOwnerKind::Node(node) => (!owners.nodes.contains(node), node_owner(node)),
         };
@@ -242,7 +244,7 @@ fn orphan_ip(ip: &IP, owners: &Owners) -> Option<(String, Owner)> {
         !owners.nodes.contains(&node)
     } else {
         let pod = ip.spec.pod_name.as_deref()?;
-        !owners.pods.contains(&pod_key(namespace, pod))
+        !owners.pods.contains(&NamespacedName::new(namespace, pod))
     };
     gone.then_some((subnet, owner))
 }

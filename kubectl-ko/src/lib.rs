@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use kube::Client;
+use kube_ovn_api::NamespacedName;
 
 pub use error::KoError;
 use target::{Invocation, Place, SandboxState, KUBE_OVN_NAMESPACE};
@@ -98,15 +99,11 @@ impl Ko {
 
 /// `NAMESPACE/POD` split in two.
 pub fn split_pod(text: &str) -> Result<(String, String), KoError> {
-    match text.split_once('/') {
-        Some((ns, pod)) if !ns.is_empty() && !pod.is_empty() && !pod.contains('/') => {
-            Ok((ns.to_string(), pod.to_string()))
-        }
-        _ => Err(KoError::BadArgument {
-            value: text.to_string(),
-            reason: "expected NAMESPACE/POD".to_string(),
-        }),
-    }
+    let key: NamespacedName = text.parse().map_err(|_| KoError::BadArgument {
+        value: text.to_string(),
+        reason: "expected NAMESPACE/POD".to_string(),
+    })?;
+    Ok((key.namespace, key.name))
 }
 
 /// The pod `namespace/name`, or [`KoError::UnknownPod`].

@@ -17,24 +17,28 @@ use super::events::{self, ADDRESS_CONFLICT};
 use super::reconcile::{annotation_map, pod_key, PodError};
 use crate::Context;
 use kube_ovn_api::annotations::{PodNetwork, Provider};
+use kube_ovn_api::NamespacedName;
 
 /// Who is older: creation time, then `namespace/name`.
-fn seniority(pod: &Pod) -> (Option<Timestamp>, String) {
+fn seniority(pod: &Pod) -> (Option<Timestamp>, NamespacedName) {
     let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
     (created, pod_key(pod))
 }
 
 /// The pod behind an IPAM owner, when the owner is a pod (`namespace/name`).
 async fn holder_pod(ctx: &Context, holder: &Owner) -> Result<Option<Option<Pod>>, PodError> {
-    let Some((ns, name)) = holder.pod.split_once('/') else {
+    let Ok(key) = holder.pod.parse::<NamespacedName>() else {
         return Ok(None);
     };
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-    let pod = api.get_opt(name).await.map_err(|source| PodError::Api {
-        pod: holder.pod.to_string(),
-        what: "reading the pod holding a claimed address",
-        source,
-    })?;
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let pod = api
+        .get_opt(&key.name)
+        .await
+        .map_err(|source| PodError::Api {
+            pod: key.clone(),
+            what: "reading the pod holding a claimed address",
+            source,
+        })?;
     Ok(Some(pod))
 }
 

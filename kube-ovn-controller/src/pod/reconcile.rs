@@ -29,6 +29,7 @@ use crate::Context;
 use kube_ovn_api::annotations::{AnnotationMap, NamespaceAnnotations, PodNetwork, Provider};
 use kube_ovn_api::crd::{IPPool, Subnet, IP};
 use kube_ovn_api::naming::{pod_owner, pod_port_name, OVN_PROVIDER};
+use kube_ovn_api::NamespacedName;
 
 /// The finalizer Kube-OVN puts on the pods it allocated.
 pub const FINALIZER: &str = crate::subnet::FINALIZER;
@@ -43,8 +44,8 @@ pub enum PodError {
     /// An API call failed.
     #[error("pod {pod}: {what} failed")]
     Api {
-        /// `namespace/name`.
-        pod: String,
+        /// The pod.
+        pod: NamespacedName,
         /// What was being done.
         what: &'static str,
         /// Why.
@@ -54,8 +55,8 @@ pub enum PodError {
     /// Building or committing the NB transaction of the port failed.
     #[error("pod {pod}: NB transaction on port {port} failed")]
     Nb {
-        /// `namespace/name`.
-        pod: String,
+        /// The pod.
+        pod: NamespacedName,
         /// The port.
         port: String,
         /// Why.
@@ -65,14 +66,14 @@ pub enum PodError {
     /// The NB connection is down: the replica may lack what the server has.
     #[error("pod {pod}: NB is not connected; its replica cannot be trusted")]
     NbUnavailable {
-        /// `namespace/name`.
-        pod: String,
+        /// The pod.
+        pod: NamespacedName,
     },
     /// The IPAM could not serve the subnet (not registered yet).
     #[error("pod {pod}: allocating in subnet {subnet} failed")]
     Alloc {
-        /// `namespace/name`.
-        pod: String,
+        /// The pod.
+        pod: NamespacedName,
         /// The subnet.
         subnet: String,
         /// Why.
@@ -129,13 +130,9 @@ impl ReadyReport {
     }
 }
 
-/// `namespace/name`.
-pub fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
+/// The pod's typed key, `namespace/name` when printed.
+pub fn pod_key(pod: &Pod) -> NamespacedName {
+    NamespacedName::of(pod)
 }
 
 /// The pod's annotations.

@@ -6,32 +6,33 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use kube_ovn_api::NamespacedName;
 use tokio::sync::OwnedMutexGuard;
 
 /// A lock per `namespace/name`; an entry lives only while someone holds or waits on it.
 #[derive(Debug, Default)]
 pub struct PodLocks {
-    held: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    held: Mutex<HashMap<NamespacedName, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// The lock of one pod, released (and forgotten once unused) on drop.
 #[derive(Debug)]
 pub struct PodGuard<'a> {
     locks: &'a PodLocks,
-    key: String,
+    key: NamespacedName,
     guard: Option<OwnedMutexGuard<()>>,
 }
 
 impl PodLocks {
     /// Waits for `key`'s lock.
-    pub async fn lock(&self, key: &str) -> PodGuard<'_> {
+    pub async fn lock(&self, key: &NamespacedName) -> PodGuard<'_> {
         let mutex = {
             let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            held.entry(key.to_owned()).or_default().clone()
+            held.entry(key.clone()).or_default().clone()
         };
         PodGuard {
             locks: self,
-            key: key.to_owned(),
+            key: key.clone(),
             guard: Some(mutex.lock_owned().await),
         }
     }
@@ -76,12 +77,13 @@ mod tests {
     #[tokio::test]
     async fn one_holder_per_key_and_no_entry_left_behind() {
         let locks = Arc::new(PodLocks::default());
-        let first = locks.lock("ns/a").await;
-        let other = locks.lock("ns/b").await;
+        let (a, b) = (NamespacedName::new("ns", "a"), NamespacedName::new("ns", "b"));
+        let first = locks.lock(&a).await;
+        let other = locks.lock(&b).await;
         let waiter = {
-            let locks = locks.clone();
+            let (locks, a) = (locks.clone(), a.clone());
             tokio::spawn(async move {
-                let _g = locks.lock("ns/a").await;
+                let _g = locks.lock(&a).await;
             })
         };
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -20,6 +20,7 @@ use ovs_vsctl::{Interface, VsClient};
 use super::{apply, QosError, QosReport, QosSpec, QosTarget};
 use kube_ovn_api::annotations::{PodNetwork, Provider};
 use kube_ovn_api::naming::pod_port_name;
+use kube_ovn_api::NamespacedName;
 
 /// The Interface key CNI ADD stores the pod's network namespace under (Kube-OVN's).
 pub const POD_NETNS_KEY: &str = "pod_netns";
@@ -33,11 +34,6 @@ pub enum PodQos {
     NotPlugged,
     /// Applied (possibly a no-op).
     Applied(QosReport),
-}
-
-/// `<namespace>/<name>`.
-fn pod_key(pod: &Pod) -> String {
-    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
 }
 
 /// The QoS a pod's annotations ask for (default provider); malformed keys count as
@@ -61,7 +57,7 @@ pub async fn sync_pod(vs: &VsClient, pod: &Pod, spec: &QosSpec) -> Result<PodQos
         return Ok(PodQos::NotPlugged);
     };
     let netns = iface.row.external_ids.get(POD_NETNS_KEY).map(PathBuf::from);
-    let key = pod_key(pod);
+    let key = NamespacedName::of(pod).to_string();
     let target = QosTarget {
         port: &iface.row.name,
         iface_id: &iface_id,
@@ -89,8 +85,8 @@ pub async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
     // wanted QoS per pod, and what was last applied
-    let mut wanted: HashMap<String, (Pod, QosSpec)> = HashMap::new();
-    let mut applied: HashMap<String, QosSpec> = HashMap::new();
+    let mut wanted: HashMap<NamespacedName, (Pod, QosSpec)> = HashMap::new();
+    let mut applied: HashMap<NamespacedName, QosSpec> = HashMap::new();
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
@@ -98,12 +94,12 @@ pub async fn run(
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod))) => {
                     let spec = wanted_spec(&pod);
-                    wanted.insert(pod_key(&pod), (pod, spec));
+                    wanted.insert(NamespacedName::of(&pod), (pod, spec));
                 }
                 Some(Ok(watcher::Event::Delete(pod))) => {
                     // CNI DEL removes the rows with the port
-                    wanted.remove(&pod_key(&pod));
-                    applied.remove(&pod_key(&pod));
+                    wanted.remove(&NamespacedName::of(&pod));
+                    applied.remove(&NamespacedName::of(&pod));
                 }
                 Some(Ok(_)) => {}
                 Some(Err(error)) => tracing::warn!(%error, "pod watch failed; retrying"),
