@@ -15,9 +15,9 @@ use serde::de::DeserializeOwned;
 
 use super::cache::{cached, Cached, Caches};
 use super::events::Recorder;
-use super::pod::serial::PodLocks;
-use super::pod::status::{UsageLedger, UsageQueue};
-use super::subnet::validate::Validations;
+use super::pod::status::UsageQueue;
+use super::pod::PodState;
+use super::subnet::SubnetState;
 use ovn_nb::NbClient;
 use ovn_sb::SbClient;
 
@@ -42,15 +42,10 @@ pub struct Context {
     /// The reflector caches, once [`run`](super::run()) has filled them; without
     /// them every read goes to the API server.
     pub caches: Option<Caches>,
-    /// Where the Pod reconciler sends its subnets' usage figures to be written
-    /// together; without it each allocation writes them itself.
-    pub usage: Option<UsageQueue>,
-    /// A pod's reconcile and the clean-up of its deletion take its lock.
-    pub pod_locks: Arc<PodLocks>,
-    /// The usage figures this process last wrote, per subnet.
-    pub usage_written: Arc<UsageLedger>,
-    /// Subnets' own validations, remembered per resourceVersion.
-    pub subnet_validations: Arc<Validations>,
+    /// The Pod reconciler's own memory.
+    pub pods: PodState,
+    /// The Subnet reconciler's own memory.
+    pub subnets: SubnetState,
 }
 
 impl Context {
@@ -64,24 +59,22 @@ impl Context {
             config,
             ipam: Arc::new(Ipam::new()),
             caches: None,
-            usage: None,
-            pod_locks: Arc::default(),
-            usage_written: Arc::default(),
-            subnet_validations: Arc::default(),
+            pods: PodState::default(),
+            subnets: SubnetState::default(),
         }
     }
 
     /// The same context coalescing usage writes through `usage`.
     #[must_use]
     pub fn with_usage_queue(mut self, usage: UsageQueue) -> Context {
-        self.usage = Some(usage);
+        self.pods.usage = Some(usage);
         self
     }
 
     /// Has `subnet`'s usage figures written: queued when there is a queue (`false`),
     /// else at once (whether they changed).
     pub async fn write_usage(&self, subnet: &str) -> Result<bool, kube::Error> {
-        if let Some(queue) = &self.usage {
+        if let Some(queue) = &self.pods.usage {
             queue.mark(subnet);
             return Ok(false);
         }

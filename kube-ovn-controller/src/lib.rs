@@ -1,7 +1,9 @@
-//! One reconciler per kind, started after [`bootstrap()`] has written the cluster-wide
-//! northbound rows every reconciler builds on; [`run()`] starts them.
-//!
-//! The Subnet and Pod reconcilers exist so far; nodes and IP pools come next.
+//! Kube-OVN's controller: one reconciler per kind (a folder each: [`subnet`], [`pod`],
+//! [`node`], [`service`], [`network_policy`], and [`ippool`]), started after
+//! [`bootstrap()`] has written the cluster-wide northbound rows every reconciler builds
+//! on; [`run()`] fills the shared caches ([`cache`]), rebuilds the IPAM, then starts them.
+//! What they share is the [`Context`]; what one kind keeps in memory is that kind's
+//! (`pod::PodState`, `subnet::SubnetState`).
 
 pub mod bootstrap;
 pub mod cache;

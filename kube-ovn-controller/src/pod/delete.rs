@@ -96,7 +96,7 @@ pub async fn clean_deleted(ctx: &Context, pod: &Pod) -> Result<Option<CleanupRep
         pod.metadata.namespace.as_deref().unwrap_or_default(),
         pod.metadata.name.as_deref().unwrap_or_default(),
     );
-    let _serial = ctx.pod_locks.lock(&pod_key(pod)).await;
+    let _serial = ctx.pods.locks.lock(&pod_key(pod)).await;
     if let Some(Some(successor)) = ctx.cached::<Pod>(Some(ns), name) {
         if successor.metadata.uid != pod.metadata.uid {
             return Ok(None);

@@ -24,6 +24,21 @@ pub mod statefulset;
 pub mod status;
 pub mod watch;
 
+use std::sync::Arc;
+
 pub use delete::{clean_deleted, cleanup, CleanupReport};
 pub use reconcile::{apply, error_policy, reconcile, PodError, PodOutcome, ReadyReport, FINALIZER};
 pub use watch::{run, PodFeeds};
+
+/// What the Pod reconciler keeps in memory beside the shared caches and IPAM (one per
+/// process, in the [`Context`](crate::Context)).
+#[derive(Debug, Clone, Default)]
+pub struct PodState {
+    /// A pod's reconcile and the clean-up of its deletion take its lock.
+    pub locks: Arc<serial::PodLocks>,
+    /// The usage figures this process last wrote, per subnet.
+    pub usage_written: Arc<status::UsageLedger>,
+    /// Where subnets' usage figures are sent to be written together; without it each
+    /// allocation writes them itself.
+    pub usage: Option<status::UsageQueue>,
+}

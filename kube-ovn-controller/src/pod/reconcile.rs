@@ -307,7 +307,8 @@ async fn subnet_of(
     };
     Ok(
         match ctx
-            .subnet_validations
+            .subnets
+            .validations
             .of(&subnet, &ctx.config.cluster_router)
         {
             Ok(v) => Ok(v),
@@ -608,7 +609,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, PodEr
     if is_host_network(&pod) {
         return Ok(Action::await_change());
     }
-    let _serial = ctx.pod_locks.lock(&pod_key(&pod)).await;
+    let _serial = ctx.pods.locks.lock(&pod_key(&pod)).await;
     if pod.metadata.deletion_timestamp.is_some() {
         if let Some(left) = grace_left(&pod, k8s_openapi::jiff::Timestamp::now()) {
             // its containers may still run and use the address

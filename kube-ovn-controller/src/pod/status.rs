@@ -76,7 +76,7 @@ impl UsageLedger {
 /// Writes `subnet`'s usage figures if they changed, at once (whatever `ctx`'s queue);
 /// whether it wrote. The Subnet is read as every reconcile reads (cache, then API).
 pub async fn write_usage(ctx: &Context, subnet: &str) -> Result<bool, kube::Error> {
-    let lock = ctx.usage_written.entry(subnet);
+    let lock = ctx.pods.usage_written.entry(subnet);
     let mut last = lock.lock().await;
     let Some(stored) = ctx.get_cluster::<Subnet>(subnet).await? else {
         return Ok(false);

@@ -24,3 +24,11 @@ pub use reconcile::{
 };
 pub use validate::{validate, SubnetInvalid, ValidSubnet};
 pub use watch::run;
+
+/// What the Subnet reconciler keeps in memory (one per process, in the
+/// [`Context`](crate::Context)).
+#[derive(Debug, Clone, Default)]
+pub struct SubnetState {
+    /// Subnets' own validations, remembered per resourceVersion.
+    pub validations: std::sync::Arc<validate::Validations>,
+}

@@ -389,8 +389,8 @@ pub async fn cleanup(ctx: &SubnetContext, subnet: &Subnet) -> Result<usize, Subn
     unlisted.spec.namespaces.clear();
     bind_namespaces(ctx, &cluster, &unlisted).await?;
     ctx.ipam.delete_subnet(&name);
-    ctx.usage_written.forget(&name);
-    ctx.subnet_validations.forget(subnet);
+    ctx.pods.usage_written.forget(&name);
+    ctx.subnets.validations.forget(subnet);
     tracing::info!(subnet = %name, ops, "subnet rows removed");
     Ok(ops)
 }
