@@ -51,41 +51,13 @@ fn node_of(pod: &str) -> &'static str {
 
 /// The join switch on the layout's router, with one `node-<node>` port per node.
 fn join_topology() -> Vec<String> {
-    let mut args: Vec<String> = [
-        "ls-add",
-        "join",
-        "--",
-        "lrp-add",
-        ROUTER,
-        "ovn-cluster-join",
-        JOIN_ROUTER_MAC,
-        "100.64.0.1/16",
-        "--",
-        "lsp-add",
-        "join",
-        "join-ovn-cluster",
-        "--",
-        "lsp-set-type",
-        "join-ovn-cluster",
-        "router",
-        "--",
-        "lsp-set-addresses",
-        "join-ovn-cluster",
-        "router",
-        "--",
-        "lsp-set-options",
-        "join-ovn-cluster",
-        "router-port=ovn-cluster-join",
-    ]
-    .map(String::from)
-    .to_vec();
-    for (node, mac, ip, _) in NODES {
-        let port = format!("node-{node}");
-        args.extend(["--", "lsp-add", "join", &port].map(String::from));
-        let addresses = format!("{mac} {ip}");
-        args.extend(["--", "lsp-set-addresses", &port, &addresses].map(String::from));
-    }
-    args
+    let router = common::JoinRouter {
+        router: ROUTER,
+        mac: JOIN_ROUTER_MAC,
+        network: "100.64.0.1/16",
+    };
+    let nodes = NODES.iter().map(|(node, mac, ip, _)| (node, mac, ip));
+    common::join_switch(Some(router), nodes)
 }
 
 fn node_object(name: &str, join_ip: &str, internal_ip: &str) -> Node {

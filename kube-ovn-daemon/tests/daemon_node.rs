@@ -6,6 +6,8 @@
 #[path = "daemon_node/sim.rs"]
 mod sim;
 
+use kube_ovn_test_support as common;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -345,40 +347,13 @@ async fn ovn0_binds_the_join_port_and_reaches_the_join_gateway() {
     };
     // the rows Kube-OVN's controller writes: join switch, router patch, node-<node>
     nbctl(&["lr-add", "ovn-cluster"]);
-    nbctl(&[
-        "lrp-add",
-        "ovn-cluster",
-        "ovn-cluster-join",
-        "00:00:00:00:00:fe",
-        "100.64.0.1/16",
-    ]);
-    nbctl(&["ls-add", "join"]);
-    nbctl(&[
-        "lsp-add",
-        "join",
-        "join-ovn-cluster",
-        "--",
-        "lsp-set-type",
-        "join-ovn-cluster",
-        "router",
-        "--",
-        "lsp-set-addresses",
-        "join-ovn-cluster",
-        "router",
-        "--",
-        "lsp-set-options",
-        "join-ovn-cluster",
-        "router-port=ovn-cluster-join",
-    ]);
-    nbctl(&[
-        "lsp-add",
-        "join",
-        "node-n1",
-        "--",
-        "lsp-set-addresses",
-        "node-n1",
-        &format!("{MAC} 100.64.0.2"),
-    ]);
+    let router = common::JoinRouter {
+        router: "ovn-cluster",
+        mac: "00:00:00:00:00:fe",
+        network: "100.64.0.1/16",
+    };
+    let join = common::join_switch(Some(router), [("n1", MAC, "100.64.0.2")]);
+    nbctl(&join.iter().map(String::as_str).collect::<Vec<_>>());
 
     let mut wanted = boot();
     wanted.system_id = name.clone();

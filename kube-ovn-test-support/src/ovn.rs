@@ -45,3 +45,67 @@ pub fn nb_get(remote: &str, table: &str, record: &str, column: &str) -> String {
         .trim_matches('"')
         .to_string()
 }
+
+/// The join switch's patch to a router: the router port `<router>-join` with `mac` and
+/// `network` (`100.64.0.1/16`) and its peer `join-<router>` on the switch.
+#[derive(Debug, Clone, Copy)]
+pub struct JoinRouter<'a> {
+    /// The logical router (already there).
+    pub router: &'a str,
+    /// The router port's MAC.
+    pub mac: &'a str,
+    /// The router port's address and prefix length.
+    pub network: &'a str,
+}
+
+/// `ovn-nbctl` arguments (one transaction, commands joined by `--`) making the join
+/// switch as Kube-OVN's controller writes it: `ls-add join`, the patch to `router` when
+/// given, and a `node-<node>` port addressed `<mac> <ip>` for each `(node, mac, ip)`.
+pub fn join_switch<N, M, I>(
+    router: Option<JoinRouter<'_>>,
+    nodes: impl IntoIterator<Item = (N, M, I)>,
+) -> Vec<String>
+where
+    N: std::fmt::Display,
+    M: std::fmt::Display,
+    I: std::fmt::Display,
+{
+    let mut cmds: Vec<Vec<String>> = vec![vec!["ls-add".into(), "join".into()]];
+    if let Some(JoinRouter {
+        router,
+        mac,
+        network,
+    }) = router
+    {
+        let (lrp, lsp) = (format!("{router}-join"), format!("join-{router}"));
+        cmds.push(vec![
+            "lrp-add".into(),
+            router.into(),
+            lrp.clone(),
+            mac.into(),
+            network.into(),
+        ]);
+        cmds.push(vec!["lsp-add".into(), "join".into(), lsp.clone()]);
+        cmds.push(vec!["lsp-set-type".into(), lsp.clone(), "router".into()]);
+        cmds.push(vec![
+            "lsp-set-addresses".into(),
+            lsp.clone(),
+            "router".into(),
+        ]);
+        cmds.push(vec![
+            "lsp-set-options".into(),
+            lsp,
+            format!("router-port={lrp}"),
+        ]);
+    }
+    for (node, mac, ip) in nodes {
+        let port = format!("node-{node}");
+        cmds.push(vec!["lsp-add".into(), "join".into(), port.clone()]);
+        cmds.push(vec![
+            "lsp-set-addresses".into(),
+            port,
+            format!("{mac} {ip}"),
+        ]);
+    }
+    cmds.join(&"--".to_string())
+}

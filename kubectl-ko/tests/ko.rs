@@ -5,6 +5,8 @@
 //! Cluster mode (exec into pods) is covered at the level of pod discovery and the
 //! exec command line, by the unit tests in `src/ko/target.rs`.
 
+use kube_ovn_test_support as common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -86,7 +88,7 @@ fn build_nb(cluster: &Cluster) {
         .iter()
         .map(|n| n.name().to_string())
         .collect();
-    let mut script = vec![
+    let script = [
         "ls-add ovn-default",
         "lsp-add ovn-default a.default",
         "lsp-set-addresses a.default \"0a:00:00:00:00:0a 10.16.0.10\"",
@@ -98,20 +100,14 @@ fn build_nb(cluster: &Cluster) {
         "lsp-set-type ovn-default-ovn-cluster router",
         "lsp-set-addresses ovn-default-ovn-cluster router",
         "lsp-set-options ovn-default-ovn-cluster router-port=ovn-cluster-ovn-default",
-        "ls-add join",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect::<Vec<_>>();
-    for (i, node) in nodes.iter().enumerate() {
-        script.push(format!("lsp-add join node-{node}"));
-        script.push(format!(
-            "lsp-set-addresses node-{node} \"0a:00:00:00:01:0{i} 100.64.0.{}\"",
-            i + 2
-        ));
-    }
-    let joined = script.join(" -- ");
-    let words = shell_words(&joined);
+    ];
+    let mut words = shell_words(&script.join(" -- "));
+    let join = nodes.iter().enumerate().map(|(i, node)| {
+        let mac = format!("0a:00:00:00:01:0{i}");
+        (node, mac, format!("100.64.0.{}", i + 2))
+    });
+    words.push("--".into());
+    words.extend(common::join_switch(None, join));
     let args: Vec<&str> = words.iter().map(String::as_str).collect();
     cluster.nbctl(&args).expect("NB set up");
 }
