@@ -3,6 +3,7 @@
 //! `<pg>.<direction>.<allow|except>.<IPv4|IPv6>.<rule>` and the ACL names
 //! `np/<np>.<ns>/<direction>/<IPv4|IPv6>/<rule>`, cut to OVN's 63 characters.
 
+use kube_ovn_api::NamespacedName;
 use std::fmt;
 
 /// Priority of the per-policy default drop (`util.IngressDefaultDrop`, `EgressDefaultDrop`).
@@ -122,62 +123,30 @@ pub fn no_rules_address_set(
     format!("{pg}.{direction}.{kind}.{}.all", family.name())
 }
 
-/// Which NetworkPolicy a row belongs to: its namespace and name. On the wire (the
-/// `np` external id) it is the string `<ns>/<name>`, written by [`PolicyKey`]'s
-/// `Display` and read back by [`PolicyKey::parse`]; inside the reconciler it stays
-/// typed.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PolicyKey {
-    /// The policy's namespace.
-    pub namespace: String,
-    /// The policy's name.
-    pub name: String,
+/// A NetworkPolicy's key. On the wire (the `np` external ids) it is `<ns>/<name>`,
+/// written by its `Display` and read back by [`policy_of_id`]; inside the reconciler it
+/// stays typed.
+pub type PolicyKey = NamespacedName;
+
+/// Reads a port group's `np` external id, `<ns>/<name>` (the name is what follows the
+/// first `/`, as the ids Kube-OVN wrote have it); None without a `/`.
+pub fn policy_of_id(id: &str) -> Option<PolicyKey> {
+    let (namespace, name) = id.split_once('/')?;
+    Some(PolicyKey::new(namespace, name))
 }
 
-impl PolicyKey {
-    /// The key of policy `name` in namespace `namespace`.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> PolicyKey {
-        PolicyKey {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-
-    /// The key of a NetworkPolicy object (missing fields read as empty).
-    pub fn of(np: &k8s_openapi::api::networking::v1::NetworkPolicy) -> PolicyKey {
-        PolicyKey::new(
-            np.metadata.namespace.clone().unwrap_or_default(),
-            np.metadata.name.clone().unwrap_or_default(),
-        )
-    }
-
-    /// Reads a port group's `np` external id, `<ns>/<name>` (the name is what follows
-    /// the first `/`); None without a `/`.
-    pub fn parse(id: &str) -> Option<PolicyKey> {
-        let (namespace, name) = id.split_once('/')?;
-        Some(PolicyKey::new(namespace, name))
-    }
-
-    /// Reads an address set's `np` external id, `<ns>/<name>/<direction>`: the policy
-    /// it names; None unless the id has exactly three parts.
-    pub fn parse_address_set(id: &str) -> Option<PolicyKey> {
-        let (policy, _direction) = id.rsplit_once('/')?;
-        let key = PolicyKey::parse(policy)?;
-        (!key.name.contains('/')).then_some(key)
-    }
-
-    /// The `np` external id of the policy's address sets of `direction`:
-    /// `<ns>/<name>/<direction>`.
-    pub fn address_set_id(&self, direction: Direction) -> String {
-        format!("{self}/{direction}")
-    }
+/// Reads an address set's `np` external id, `<ns>/<name>/<direction>`: the policy it
+/// names; None unless the id has exactly three parts.
+pub fn policy_of_address_set_id(id: &str) -> Option<PolicyKey> {
+    let (policy, _direction) = id.rsplit_once('/')?;
+    let key = policy_of_id(policy)?;
+    (!key.name.contains('/')).then_some(key)
 }
 
-impl fmt::Display for PolicyKey {
-    /// `<ns>/<name>`: the `np` external id of the policy's port group.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
+/// The `np` external id of a policy's address sets of `direction`:
+/// `<ns>/<name>/<direction>`.
+pub fn address_set_id(policy: &PolicyKey, direction: Direction) -> String {
+    format!("{policy}/{direction}")
 }
 
 /// An ACL name, cut to 63 characters as Kube-OVN's `setACLName` does.
@@ -253,19 +222,16 @@ mod tests {
     fn policy_keys_round_trip_their_external_ids() {
         let key = PolicyKey::new("x", "allow-web");
         assert_eq!(key.to_string(), "x/allow-web");
-        assert_eq!(PolicyKey::parse("x/allow-web"), Some(key.clone()));
-        assert_eq!(key.address_set_id(Direction::Egress), "x/allow-web/egress");
+        assert_eq!(policy_of_id("x/allow-web"), Some(key.clone()));
         assert_eq!(
-            PolicyKey::parse_address_set("x/allow-web/ingress"),
-            Some(key)
+            address_set_id(&key, Direction::Egress),
+            "x/allow-web/egress"
         );
+        assert_eq!(policy_of_address_set_id("x/allow-web/ingress"), Some(key));
         // the node groups' `node/<node>` reads as a key too: the caller checks the name
-        assert_eq!(
-            PolicyKey::parse("node/n1"),
-            Some(PolicyKey::new("node", "n1"))
-        );
-        assert_eq!(PolicyKey::parse("nokey"), None);
-        assert_eq!(PolicyKey::parse_address_set("x/allow-web"), None);
-        assert_eq!(PolicyKey::parse_address_set("a/b/c/d"), None);
+        assert_eq!(policy_of_id("node/n1"), Some(PolicyKey::new("node", "n1")));
+        assert_eq!(policy_of_id("nokey"), None);
+        assert_eq!(policy_of_address_set_id("x/allow-web"), None);
+        assert_eq!(policy_of_address_set_id("a/b/c/d"), None);
     }
 }

@@ -16,7 +16,10 @@ use ovn_nb::{
 use ovsdb::typed::Stored;
 
 use super::acl::RenderedAcls;
-use super::names::{self, Direction, Family, PolicyKey, NP_KEY};
+use super::names::{
+    self, address_set_id, policy_of_address_set_id, policy_of_id, Direction, Family, PolicyKey,
+    NP_KEY,
+};
 use super::selection::Snapshot;
 use super::validate::{Peer, ValidPolicy};
 use crate::bootstrap::VENDOR;
@@ -35,7 +38,7 @@ pub fn wanted_sets(
     let policy_key = policy.key();
     let mut sets = BTreeMap::new();
     for direction in [Direction::Ingress, Direction::Egress] {
-        let key = policy_key.address_set_id(direction);
+        let key = address_set_id(&policy_key, direction);
         if policy.rules(direction).is_some_and(<[_]>::is_empty) {
             // Kube-OVN's `.all` sets of a direction governed without rules: empty
             for &family in families {
@@ -224,7 +227,7 @@ pub fn owned_sets(txn: &NbTxn<'_>) -> Result<BTreeMap<PolicyKey, Vec<String>>, N
         let Some(policy) = row
             .external_ids
             .get(NP_KEY)
-            .and_then(|id| PolicyKey::parse_address_set(id))
+            .and_then(|id| policy_of_address_set_id(id))
         else {
             continue;
         };
@@ -301,7 +304,7 @@ pub fn remove_stale(txn: &mut NbTxn<'_>, keep: &BTreeSet<PolicyKey>) -> Result<(
         let Some(key) = group
             .external_ids
             .get(NP_KEY)
-            .and_then(|id| PolicyKey::parse(id))
+            .and_then(|id| policy_of_id(id))
         else {
             continue;
         };
@@ -318,7 +321,7 @@ pub fn remove_stale(txn: &mut NbTxn<'_>, keep: &BTreeSet<PolicyKey>) -> Result<(
         let Some(policy) = set
             .external_ids
             .get(NP_KEY)
-            .and_then(|id| PolicyKey::parse_address_set(id))
+            .and_then(|id| policy_of_address_set_id(id))
         else {
             continue;
         };

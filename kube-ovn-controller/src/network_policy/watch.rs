@@ -11,6 +11,7 @@
 //! row up to [`RETRY_MAX`], back to [`RETRY_MIN`] once a pass succeeds ([`Backoff`]).
 //! An event that comes before the timer runs the pass at once, as always.
 
+use kube_ovn_cmd::Causes;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -178,21 +179,6 @@ async fn follow(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
                 tracing::warn!(error = %Causes(&err), retry_in = ?delay, "network policy pass failed; retrying");
             }
         }
-    }
-}
-
-/// An error with its causes, `: `-separated, for the one log line that reports it.
-struct Causes<'a>(&'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for Causes<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
     }
 }
 

@@ -17,6 +17,7 @@
 //! Services deleted while the controller was down, and after a watch had to list
 //! again, for those deleted while it could not see).
 
+use kube_ovn_cmd::Causes;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -271,21 +272,6 @@ pub fn error_policy(svc: Arc<Service>, error: &ServiceError, sctx: Arc<ServiceCo
     let delay = retry_delay(sctx.count_failure(&key));
     tracing::warn!(service = %shown(&key), error = %Causes(error), retry_in = ?delay, "service reconcile failed; retrying");
     Action::requeue(delay)
-}
-
-/// An error with its causes, `: `-separated, for the one log line that reports it.
-struct Causes<'a>(&'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for Causes<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
-    }
 }
 
 type Triggers<K> = futures::stream::BoxStream<'static, Result<K, watcher::Error>>;
