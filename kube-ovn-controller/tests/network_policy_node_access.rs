@@ -15,8 +15,8 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube_ovn_controller::network_policy::names::Family;
 use kube_ovn_controller::network_policy::sync;
-use netpol::eval::EvalPod;
-use netpol::layout::{self, pod_mac, router_mac, switch, ROUTER};
+use netpol::eval::PodInfo;
+use netpol::layout::{self, ip4, pod_mac, router_mac, switch, ROUTER};
 use netpol::table::np;
 use ovn_nb::{NbClient, PortGroup};
 use serde_json::json;
@@ -51,7 +51,7 @@ fn node_of(pod: &str) -> &'static str {
 
 /// The join switch on the layout's router, with one `node-<node>` port per node.
 fn join_topology() -> Vec<String> {
-    let router = common::JoinRouter {
+    let router = common::RouterPort {
         router: ROUTER,
         mac: JOIN_ROUTER_MAC,
         network: "100.64.0.1/16",
@@ -85,11 +85,11 @@ fn trace(sb: &str, datapath: &str, flow: &str) -> String {
 
 /// Whether a new TCP connection from `node`'s join port to pod `dst` port 80 is
 /// delivered.
-fn node_reaches(sb: &str, node: usize, dst: &EvalPod) -> bool {
+fn node_reaches(sb: &str, node: usize, dst: &PodInfo) -> bool {
     let (name, mac, ip, _) = NODES[node];
     let flow = format!(
         "inport == \"node-{name}\" && eth.src == {mac} && eth.dst == {JOIN_ROUTER_MAC} && ip4.src == {ip} && ip4.dst == {} && ip.ttl == 64 && tcp.dst == 80",
-        dst.ip
+        ip4(dst)
     );
     let out = trace(sb, "join", &flow);
     out.contains(&format!("output(\"{}.{}\")", dst.name, dst.namespace))
@@ -97,7 +97,7 @@ fn node_reaches(sb: &str, node: usize, dst: &EvalPod) -> bool {
 
 /// Whether a new TCP connection from pod `src` to `node`'s join address port 10250
 /// (what a pod's own traffic to its node looks like) is delivered to the join port.
-fn pod_reaches_node(sb: &str, src: &EvalPod, node: usize) -> bool {
+fn pod_reaches_node(sb: &str, src: &PodInfo, node: usize) -> bool {
     let (name, _, ip, _) = NODES[node];
     let flow = format!(
         "inport == \"{}.{}\" && eth.src == {} && eth.dst == {} && ip4.src == {} && ip4.dst == {ip} && ip.ttl == 64 && tcp.dst == 10250",
@@ -105,7 +105,7 @@ fn pod_reaches_node(sb: &str, src: &EvalPod, node: usize) -> bool {
         src.namespace,
         pod_mac(&src.namespace, &src.name),
         router_mac(&src.namespace),
-        src.ip
+        ip4(src)
     );
     let out = trace(sb, &switch(&src.namespace), &flow);
     out.contains(&format!("output(\"node-{name}\")"))

@@ -126,5 +126,5 @@ async fn sctp_truth_table_matches_ovn_trace() {
         ),
         case("deleted: all open", vec![]),
     ];
-    check_protocols(cases, &["TCP", "UDP", "SCTP"]).await;
+    check_protocols(cases, &netpol::layout::PROTOCOLS).await;
 }

@@ -347,7 +347,7 @@ async fn ovn0_binds_the_join_port_and_reaches_the_join_gateway() {
     };
     // the rows Kube-OVN's controller writes: join switch, router patch, node-<node>
     nbctl(&["lr-add", "ovn-cluster"]);
-    let router = common::JoinRouter {
+    let router = common::RouterPort {
         router: "ovn-cluster",
         mac: "00:00:00:00:00:fe",
         network: "100.64.0.1/16",

@@ -46,10 +46,10 @@ pub fn nb_get(remote: &str, table: &str, record: &str, column: &str) -> String {
         .to_string()
 }
 
-/// The join switch's patch to a router: the router port `<router>-join` with `mac` and
-/// `network` (`100.64.0.1/16`) and its peer `join-<router>` on the switch.
+/// A router's port patching a switch to it: on `router`, with `mac` and `network`
+/// (`100.64.0.1/16`).
 #[derive(Debug, Clone, Copy)]
-pub struct JoinRouter<'a> {
+pub struct RouterPort<'a> {
     /// The logical router (already there).
     pub router: &'a str,
     /// The router port's MAC.
@@ -58,11 +58,36 @@ pub struct JoinRouter<'a> {
     pub network: &'a str,
 }
 
-/// `ovn-nbctl` arguments (one transaction, commands joined by `--`) making the join
-/// switch as Kube-OVN's controller writes it: `ls-add join`, the patch to `router` when
-/// given, and a `node-<node>` port addressed `<mac> <ip>` for each `(node, mac, ip)`.
+/// `ovn-nbctl` commands patching `switch` to `port.router` as Kube-OVN names the pair:
+/// the router port `<router>-<name>` and its peer `<name>-<router>` on the switch.
+pub fn router_patch(port: RouterPort<'_>, switch: &str, name: &str) -> Vec<Vec<String>> {
+    let router = port.router;
+    let (lrp, lsp) = (format!("{router}-{name}"), format!("{name}-{router}"));
+    vec![
+        vec![
+            "lrp-add".into(),
+            router.into(),
+            lrp.clone(),
+            port.mac.into(),
+            port.network.into(),
+        ],
+        vec!["lsp-add".into(), switch.into(), lsp.clone()],
+        vec!["lsp-set-type".into(), lsp.clone(), "router".into()],
+        vec!["lsp-set-addresses".into(), lsp.clone(), "router".into()],
+        vec!["lsp-set-options".into(), lsp, format!("router-port={lrp}")],
+    ]
+}
+
+/// `ovn-nbctl` commands as the arguments of one transaction: joined by `--`.
+pub fn one_transaction(cmds: Vec<Vec<String>>) -> Vec<String> {
+    cmds.join(&"--".to_string())
+}
+
+/// `ovn-nbctl` arguments (one transaction) making the join switch as Kube-OVN's
+/// controller writes it: `ls-add join`, the patch to `router` when given, and a
+/// `node-<node>` port addressed `<mac> <ip>` for each `(node, mac, ip)`.
 pub fn join_switch<N, M, I>(
-    router: Option<JoinRouter<'_>>,
+    router: Option<RouterPort<'_>>,
     nodes: impl IntoIterator<Item = (N, M, I)>,
 ) -> Vec<String>
 where
@@ -71,32 +96,8 @@ where
     I: std::fmt::Display,
 {
     let mut cmds: Vec<Vec<String>> = vec![vec!["ls-add".into(), "join".into()]];
-    if let Some(JoinRouter {
-        router,
-        mac,
-        network,
-    }) = router
-    {
-        let (lrp, lsp) = (format!("{router}-join"), format!("join-{router}"));
-        cmds.push(vec![
-            "lrp-add".into(),
-            router.into(),
-            lrp.clone(),
-            mac.into(),
-            network.into(),
-        ]);
-        cmds.push(vec!["lsp-add".into(), "join".into(), lsp.clone()]);
-        cmds.push(vec!["lsp-set-type".into(), lsp.clone(), "router".into()]);
-        cmds.push(vec![
-            "lsp-set-addresses".into(),
-            lsp.clone(),
-            "router".into(),
-        ]);
-        cmds.push(vec![
-            "lsp-set-options".into(),
-            lsp,
-            format!("router-port={lrp}"),
-        ]);
+    if let Some(port) = router {
+        cmds.extend(router_patch(port, "join", "join"));
     }
     for (node, mac, ip) in nodes {
         let port = format!("node-{node}");
@@ -107,5 +108,5 @@ where
             format!("{mac} {ip}"),
         ]);
     }
-    cmds.join(&"--".to_string())
+    one_transaction(cmds)
 }

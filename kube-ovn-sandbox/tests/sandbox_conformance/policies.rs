@@ -5,8 +5,9 @@
 //! person would: `kubectl apply -f` of each case's policies (a policy of the same
 //! name is an update), `kubectl delete` of the previous case's others, `kubectl
 //! label` for a relabel, then `kube-ovn-sandbox matrix --json` over x, y and z. The
-//! matrix compares every probe with the sandbox's evaluator; here that evaluator's
-//! expectations are also checked against the table's own (`netpol/eval.rs`).
+//! matrix compares every probe with the sandbox's evaluator on the pods it reads from
+//! the cluster; here its expectations are also checked against the same evaluator on
+//! the table's layout, which catches a matrix that read the pods wrong.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -15,7 +16,7 @@ use kube_ovn_sandbox::matrix::MatrixReport;
 use serde_json::{json, Value};
 
 use super::sandbox::{text, Sandbox};
-use crate::netpol::eval::{allowed, Labels};
+use crate::netpol::eval::{Evaluator, Labels, Protocol};
 use crate::netpol::layout;
 use crate::netpol::table::Case;
 
@@ -30,13 +31,13 @@ pub fn layout_manifest() -> String {
     }
     let ports: Vec<Value> = layout::container_ports()
         .into_iter()
-        .map(|(name, protocol, port)| json!({"name": name, "protocol": protocol, "containerPort": port}))
+        .map(|p| json!({"name": p.name, "protocol": p.protocol.to_string(), "containerPort": p.port}))
         .collect();
     for pod in layout::eval_pods(&BTreeMap::new()) {
         docs.push(json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"namespace": pod.namespace, "name": pod.name, "labels": pod.labels,
-                         "annotations": {"ovn.kubernetes.io/ip_address": pod.ip.to_string()}},
+                         "annotations": {"ovn.kubernetes.io/ip_address": layout::ip4(&pod).to_string()}},
             "spec": {"containers": [{"name": "serve",
                      "image": "registry.k8s.io/e2e-test-images/agnhost:2.47",
                      "args": ["serve-hostname", "--tcp", "--udp", "--port", "80"],
@@ -160,14 +161,16 @@ fn judge(case: &Case, report: &MatrixReport, json: &Value) -> Vec<String> {
             report.render()
         ));
     }
-    // the table's evaluator agrees with the sandbox's on every pair of two pods
+    // the matrix read the pods as the layout has them: the evaluator on the layout's
+    // pods expects what the matrix expected
     let pods = layout::eval_pods(&case.relabel);
-    let ns_labels = layout::namespace_labels();
+    let evaluator = Evaluator::new(layout::namespace_labels(), &case.policies)
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name));
     let find = |id: &str| {
         pods.iter()
             .find(|p| format!("{}/{}", p.namespace, p.name) == id)
     };
-    for p in report.probes.iter().filter(|p| p.source != p.destination) {
+    for p in &report.probes {
         let (Some(src), Some(dst)) = (find(&p.source), find(&p.destination)) else {
             wrong.push(format!(
                 "{} -> {}: not a layout pod",
@@ -175,18 +178,12 @@ fn judge(case: &Case, report: &MatrixReport, json: &Value) -> Vec<String> {
             ));
             continue;
         };
-        let table = allowed(
-            &case.policies,
-            &ns_labels,
-            src,
-            dst,
-            i32::from(p.port),
-            &p.protocol,
-        );
-        if table != p.expected {
+        let protocol = Protocol::parse(&p.protocol).expect("a protocol");
+        let layout = evaluator.allowed(src, dst, p.port, protocol);
+        if layout != p.expected {
             wrong.push(format!(
-                "{} -> {} {}/{}: the sandbox's evaluator says {}, the table's {}",
-                p.source, p.destination, p.port, p.protocol, p.expected, table
+                "{} -> {} {}/{}: the matrix expected {}, the evaluator on the layout says {}",
+                p.source, p.destination, p.port, p.protocol, p.expected, layout
             ));
         }
     }

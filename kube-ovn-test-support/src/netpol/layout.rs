@@ -5,20 +5,21 @@
 //! would make them.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Namespace, Pod, PodSpec};
 use kube::api::ObjectMeta;
 use kube_ovn_api::annotations::{IpPair, PodNetwork, Provider};
 use kube_ovn_api::naming::{pod_port_name, OVN_PROVIDER};
 
-use super::eval::{EvalPod, Labels};
+use super::eval::{Labels, NamedPort, PodInfo, Protocol};
+use crate::{one_transaction, router_patch, RouterPort};
 
 pub const NAMESPACES: [&str; 3] = ["x", "y", "z"];
 pub const PODS: [&str; 3] = ["a", "b", "c"];
 pub const ROUTER: &str = "ovn-cluster";
 /// The protocols every pod serves its ports on (as the upstream e2e model's pods do).
-pub const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
+pub const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp];
 
 fn ns_index(ns: &str) -> u8 {
     NAMESPACES
@@ -56,32 +57,15 @@ pub fn router_mac(ns: &str) -> String {
 pub fn nbctl_topology() -> Vec<String> {
     let mut cmds: Vec<Vec<String>> = vec![vec!["lr-add".into(), ROUTER.into()]];
     for ns in NAMESPACES {
-        let (sw, lrp, lsp) = (
-            switch(ns),
-            format!("{ROUTER}-{ns}"),
-            format!("{ns}-{ROUTER}"),
-        );
-        let gw = format!("10.16.{}.1/24", ns_index(ns));
+        let sw = switch(ns);
         cmds.push(vec!["ls-add".into(), sw.clone()]);
-        cmds.push(vec![
-            "lrp-add".into(),
-            ROUTER.into(),
-            lrp.clone(),
-            router_mac(ns),
-            gw,
-        ]);
-        cmds.push(vec!["lsp-add".into(), sw.clone(), lsp.clone()]);
-        cmds.push(vec!["lsp-set-type".into(), lsp.clone(), "router".into()]);
-        cmds.push(vec![
-            "lsp-set-addresses".into(),
-            lsp.clone(),
-            "router".into(),
-        ]);
-        cmds.push(vec![
-            "lsp-set-options".into(),
-            lsp,
-            format!("router-port={lrp}"),
-        ]);
+        let (mac, network) = (router_mac(ns), format!("10.16.{}.1/24", ns_index(ns)));
+        let port = RouterPort {
+            router: ROUTER,
+            mac: &mac,
+            network: &network,
+        };
+        cmds.extend(router_patch(port, &sw, ns));
         for pod in PODS {
             let port = pod_port_name(ns, pod, OVN_PROVIDER);
             cmds.push(vec!["lsp-add".into(), sw.clone(), port.clone()]);
@@ -92,32 +76,36 @@ pub fn nbctl_topology() -> Vec<String> {
             ]);
         }
     }
-    let mut args = Vec::new();
-    for (i, cmd) in cmds.into_iter().enumerate() {
-        if i > 0 {
-            args.push("--".to_string());
-        }
-        args.extend(cmd);
-    }
-    args
+    one_transaction(cmds)
 }
 
-pub fn container_ports() -> Vec<(String, String, i32)> {
+pub fn container_ports() -> Vec<NamedPort> {
     let mut ports = Vec::new();
     for port in [80, 81] {
-        for proto in PROTOCOLS {
-            ports.push((
-                format!("serve-{port}-{}", proto.to_lowercase()),
-                proto.to_string(),
+        for protocol in PROTOCOLS {
+            ports.push(NamedPort {
+                name: format!("serve-{port}-{}", protocol.to_string().to_lowercase()),
                 port,
-            ));
+                protocol,
+            });
         }
     }
     ports
 }
 
+/// The IPv4 address of a layout pod.
+pub fn ip4(p: &PodInfo) -> Ipv4Addr {
+    match p.ips.as_slice() {
+        [IpAddr::V4(ip)] => *ip,
+        other => panic!(
+            "{}/{} has {other:?}, not one IPv4 address",
+            p.namespace, p.name
+        ),
+    }
+}
+
 /// The layout's pods, with `labels` overriding a pod's labels when given.
-pub fn eval_pods(relabel: &BTreeMap<(String, String), Labels>) -> Vec<EvalPod> {
+pub fn eval_pods(relabel: &BTreeMap<(String, String), Labels>) -> Vec<PodInfo> {
     let mut pods = Vec::new();
     for ns in NAMESPACES {
         for pod in PODS {
@@ -126,11 +114,11 @@ pub fn eval_pods(relabel: &BTreeMap<(String, String), Labels>) -> Vec<EvalPod> {
                 .get(&key)
                 .cloned()
                 .unwrap_or_else(|| BTreeMap::from([("pod".to_string(), pod.to_string())]));
-            pods.push(EvalPod {
+            pods.push(PodInfo {
                 namespace: ns.into(),
                 name: pod.into(),
                 labels,
-                ip: pod_ip(ns, pod),
+                ips: vec![IpAddr::V4(pod_ip(ns, pod))],
                 ports: container_ports(),
             });
         }
@@ -139,10 +127,10 @@ pub fn eval_pods(relabel: &BTreeMap<(String, String), Labels>) -> Vec<EvalPod> {
 }
 
 /// The Pod object of an evaluator pod, annotated as the Pod reconciler annotates it.
-pub fn pod_object(p: &EvalPod) -> Pod {
+pub fn pod_object(p: &PodInfo) -> Pod {
     let network = PodNetwork {
         allocated: Some(true),
-        ip_address: Some(IpPair::v4(p.ip)),
+        ip_address: Some(IpPair::v4(ip4(p))),
         logical_switch: Some(switch(&p.namespace)),
         ..Default::default()
     };
@@ -151,10 +139,10 @@ pub fn pod_object(p: &EvalPod) -> Pod {
     let ports = p
         .ports
         .iter()
-        .map(|(name, proto, num)| ContainerPort {
-            name: Some(name.clone()),
-            protocol: Some(proto.clone()),
-            container_port: *num,
+        .map(|port| ContainerPort {
+            name: Some(port.name.clone()),
+            protocol: Some(port.protocol.to_string()),
+            container_port: i32::from(port.port),
             ..Default::default()
         })
         .collect();

@@ -1,9 +1,10 @@
-//! The NetworkPolicy truth table's parts: the e2e layout, an independent evaluator
-//! of the policy semantics, and `ovn-trace` probes.
+//! The NetworkPolicy truth table's parts: the e2e layout, the sandbox's evaluator of
+//! the policy semantics (independent of the controller; `eval`), and `ovn-trace`
+//! probes.
 
 #![allow(dead_code)] // each test binary uses a different part
 
-pub mod eval;
+pub use kube_ovn_sandbox::policy_eval as eval;
 pub mod layout;
 pub mod table;
 pub mod trace;

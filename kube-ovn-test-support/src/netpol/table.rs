@@ -9,7 +9,7 @@ use kube_ovn_controller::network_policy::sync;
 use ovn_nb::{Acl, AddressSet, NbClient, PortGroup};
 use serde_json::{json, Value};
 
-use super::eval::{allowed, EvalPod, Labels};
+use super::eval::{Evaluator, Labels, PodInfo, Protocol};
 use super::layout;
 use super::trace::{self, Probe};
 use super::NO_NODES;
@@ -275,7 +275,7 @@ pub fn cases() -> Vec<Case> {
     ]
 }
 
-fn probes(pods: &[EvalPod], protocols: &[&'static str]) -> Vec<Probe> {
+fn probes(pods: &[PodInfo], protocols: &[Protocol]) -> Vec<Probe> {
     let mut probes = Vec::new();
     for src in 0..pods.len() {
         for dst in 0..pods.len() {
@@ -310,11 +310,11 @@ fn acl_ids(nb: &NbClient) -> BTreeSet<String> {
 /// evaluator on every probe over TCP and UDP, and that the last case leaves no
 /// policy rows when it has no policy.
 pub async fn check(cases: Vec<Case>) {
-    check_protocols(cases, &["TCP", "UDP"]).await;
+    check_protocols(cases, &[Protocol::Tcp, Protocol::Udp]).await;
 }
 
 /// [`check`], probing over the given protocols.
-pub async fn check_protocols(cases: Vec<Case>, protocols: &[&'static str]) {
+pub async fn check_protocols(cases: Vec<Case>, protocols: &[Protocol]) {
     let Some(central) = crate::central() else {
         return;
     };
@@ -382,9 +382,11 @@ pub async fn check_protocols(cases: Vec<Case>, protocols: &[&'static str]) {
         crate::nbctl(&nb_remote, &["--wait=sb", "sync"]);
         let probes = probes(&pods, protocols);
         let traced = trace::run(&sb_remote, &pods, &probes, 4);
+        let evaluator = Evaluator::new(ns_labels.clone(), &case.policies)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
         for (p, delivered) in probes.iter().zip(traced) {
             let (src, dst) = (&pods[p.src], &pods[p.dst]);
-            let expected = allowed(&case.policies, &ns_labels, src, dst, p.port, p.proto);
+            let expected = evaluator.allowed(src, dst, p.port, p.proto);
             if expected != delivered {
                 mismatches.push(format!(
                     "{:<48} {}/{} -> {}/{} {}/{}: expected {}, ovn-trace {}",

@@ -8,20 +8,20 @@ use std::sync::Mutex;
 
 use kube_ovn_api::naming::{pod_port_name, OVN_PROVIDER};
 
-use super::eval::EvalPod;
-use super::layout::{pod_mac, router_mac, switch};
+use super::eval::{PodInfo, Protocol};
+use super::layout::{ip4, pod_mac, router_mac, switch};
 
 /// One packet to trace.
 #[derive(Debug, Clone)]
 pub struct Probe {
     pub src: usize,
     pub dst: usize,
-    pub port: i32,
-    pub proto: &'static str,
+    pub port: u16,
+    pub proto: Protocol,
 }
 
 /// The microflow of `src` opening a connection to `dst`.
-pub fn microflow(src: &EvalPod, dst: &EvalPod, port: i32, proto: &str) -> String {
+pub fn microflow(src: &PodInfo, dst: &PodInfo, port: u16, proto: Protocol) -> String {
     let inport = pod_port_name(&src.namespace, &src.name, OVN_PROVIDER);
     let eth_dst = if src.namespace == dst.namespace {
         pod_mac(&dst.namespace, &dst.name)
@@ -31,14 +31,14 @@ pub fn microflow(src: &EvalPod, dst: &EvalPod, port: i32, proto: &str) -> String
     format!(
         "inport == \"{inport}\" && eth.src == {} && eth.dst == {eth_dst} && ip4.src == {} && ip4.dst == {} && ip.ttl == 64 && {}.dst == {port}",
         pod_mac(&src.namespace, &src.name),
-        src.ip,
-        dst.ip,
-        proto.to_lowercase()
+        ip4(src),
+        ip4(dst),
+        proto.to_string().to_lowercase()
     )
 }
 
 /// Whether each probe was delivered, in probe order.
-pub fn run(sb: &str, pods: &[EvalPod], probes: &[Probe], workers: usize) -> Vec<bool> {
+pub fn run(sb: &str, pods: &[PodInfo], probes: &[Probe], workers: usize) -> Vec<bool> {
     let db = format!("--db={sb}");
     let next = AtomicUsize::new(0);
     let results = Mutex::new(vec![false; probes.len()]);
