@@ -13,6 +13,7 @@ pub mod defaults;
 pub mod network_policy;
 pub mod node;
 pub mod pod;
+pub mod retry;
 pub mod run;
 pub mod service;
 pub mod subnet;

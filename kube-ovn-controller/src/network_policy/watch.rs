@@ -7,8 +7,8 @@
 //! list.
 //!
 //! A pass that fails (NB unreachable, a transaction refused) is run again on a timer,
-//! with or without a new event: after [`RETRY_MIN`], doubling with each failure in a
-//! row up to [`RETRY_MAX`], back to [`RETRY_MIN`] once a pass succeeds ([`Backoff`]).
+//! with or without a new event: after [`RETRY_MIN`](crate::retry::RETRY_MIN), doubling with each failure in a
+//! row up to [`RETRY_MAX`](crate::retry::RETRY_MAX), back to [`RETRY_MIN`](crate::retry::RETRY_MIN) once a pass succeeds ([`Backoff`]).
 //! An event that comes before the timer runs the pass at once, as always.
 
 use kube_ovn_cmd::Causes;
@@ -30,31 +30,7 @@ use crate::Context;
 /// The least time from the end of one pass to the start of the next: under a stream
 /// of events, passes take turns with this much rest.
 pub const SETTLE: Duration = Duration::from_millis(100);
-/// How long after a first failed pass it is run again.
-pub const RETRY_MIN: Duration = Duration::from_millis(500);
-/// The longest wait between retries of a pass that keeps failing.
-pub const RETRY_MAX: Duration = Duration::from_secs(30);
-
-/// The retry delays of a pass that fails: [`RETRY_MIN`] doubled per failure in a row,
-/// at most [`RETRY_MAX`]; a success starts over.
-#[derive(Debug, Clone, Default)]
-pub struct Backoff {
-    failures: u32,
-}
-
-impl Backoff {
-    /// Counts a failure; how long to wait before the next try.
-    pub fn failed(&mut self) -> Duration {
-        let doublings = self.failures.min(16);
-        self.failures = self.failures.saturating_add(1);
-        RETRY_MIN.saturating_mul(1 << doublings).min(RETRY_MAX)
-    }
-
-    /// Counts a success: the next failure waits [`RETRY_MIN`] again.
-    pub fn succeeded(&mut self) {
-        self.failures = 0;
-    }
-}
+use crate::retry::Backoff;
 
 fn reflect<K>(api: Api<K>) -> (Store<K>, impl Stream<Item = ()> + Send)
 where
@@ -179,37 +155,5 @@ async fn follow(ctx: Arc<Context>, triggers: Option<PolicyTriggers>) {
                 tracing::warn!(error = %Causes(&err), retry_in = ?delay, "network policy pass failed; retrying");
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retries_double_up_to_the_cap_and_start_over_after_a_success() {
-        let mut backoff = Backoff::default();
-        let delays: Vec<Duration> = (0..9).map(|_| backoff.failed()).collect();
-        let ms = |n| Duration::from_millis(n);
-        assert_eq!(
-            delays,
-            [
-                ms(500),
-                ms(1000),
-                ms(2000),
-                ms(4000),
-                ms(8000),
-                ms(16000),
-                RETRY_MAX,
-                RETRY_MAX,
-                RETRY_MAX
-            ]
-        );
-        for _ in 0..100 {
-            backoff.failed();
-        }
-        assert_eq!(backoff.failed(), RETRY_MAX);
-        backoff.succeeded();
-        assert_eq!(backoff.failed(), RETRY_MIN);
     }
 }

@@ -6,8 +6,8 @@
 //! endpoint churn on one Service becomes one reconcile, one transaction.
 //!
 //! A failed reconcile is retried through [`error_policy`] without waiting for a new
-//! event: after [`RETRY_MIN`], doubling with each failure of the same key in a row up
-//! to [`RETRY_MAX`].
+//! event: after [`RETRY_MIN`](crate::retry::RETRY_MIN), doubling with each failure of the same key in a row up
+//! to [`RETRY_MAX`](crate::retry::RETRY_MAX).
 //!
 //! A deleted Service is not in the store any more, so the runtime would not reconcile
 //! its key: its deletion queues instead the [orphan sweep](orphans_key), which removes
@@ -21,7 +21,6 @@ use kube_ovn_cmd::Causes;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
@@ -38,10 +37,7 @@ use crate::Context;
 
 /// Reconciles running at once (each touches only its own Service's keys).
 pub const CONCURRENCY: u16 = 16;
-/// How long after its first failure in a row a key is reconciled again.
-pub const RETRY_MIN: Duration = Duration::from_millis(500);
-/// The longest wait before a key that keeps failing is tried again.
-pub const RETRY_MAX: Duration = Duration::from_secs(30);
+use crate::retry::retry_delay;
 
 /// The name of the orphan sweep's stand-in Service (it has no namespace).
 const ORPHANS: &str = "orphan-vips";
@@ -64,11 +60,6 @@ fn orphans_object() -> Service {
 }
 
 /// The wait before retrying a key after its `failures`-th failure in a row:
-/// [`RETRY_MIN`] doubled per earlier failure, at most [`RETRY_MAX`].
-pub fn retry_delay(failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(16);
-    RETRY_MIN.saturating_mul(1 << doublings).min(RETRY_MAX)
-}
 
 /// Each Service's EndpointSlices, kept beside the slice store so that a reconcile
 /// reads its own slices without a scan of all of them.
@@ -375,26 +366,6 @@ pub async fn run(ctx: Arc<Context>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_failing_key_waits_longer_each_time_up_to_the_cap() {
-        let ms = Duration::from_millis;
-        let delays: Vec<Duration> = (1..=8).map(retry_delay).collect();
-        assert_eq!(
-            delays,
-            [
-                ms(500),
-                ms(1000),
-                ms(2000),
-                ms(4000),
-                ms(8000),
-                ms(16000),
-                RETRY_MAX,
-                RETRY_MAX
-            ]
-        );
-        assert_eq!(retry_delay(u32::MAX), RETRY_MAX);
-    }
 
     #[test]
     fn the_orphan_sweep_key_is_no_real_service() {
