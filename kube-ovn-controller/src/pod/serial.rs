@@ -77,7 +77,10 @@ mod tests {
     #[tokio::test]
     async fn one_holder_per_key_and_no_entry_left_behind() {
         let locks = Arc::new(PodLocks::default());
-        let (a, b) = (NamespacedName::new("ns", "a"), NamespacedName::new("ns", "b"));
+        let (a, b) = (
+            NamespacedName::new("ns", "a"),
+            NamespacedName::new("ns", "b"),
+        );
         let first = locks.lock(&a).await;
         let other = locks.lock(&b).await;
         let waiter = {
