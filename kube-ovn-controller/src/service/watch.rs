@@ -59,8 +59,6 @@ fn orphans_object() -> Service {
     }
 }
 
-/// The wait before retrying a key after its `failures`-th failure in a row:
-
 /// Each Service's EndpointSlices, kept beside the slice store so that a reconcile
 /// reads its own slices without a scan of all of them.
 #[derive(Debug, Default)]
