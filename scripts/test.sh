@@ -18,6 +18,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 export CI=${CI:-true}
+# One build from scratch: incremental caches would only cost disk and time.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The OVSDB core without the tokio client (the `client` feature).
